@@ -1,0 +1,530 @@
+//! The agent loop of one attempt: a fresh conversation (system prompt + variant prompt, plus a
+//! skill in its fixed slot for skill-conditioned and placebo attempts), tool calls served
+//! against the real evaluator, budgets enforced, the final kernel chosen, and, for solo
+//! attempts, the distillation turn. Every event is appended to a JSONL trajectory as it happens.
+
+use crate::provider::{
+    ChatRequest, ConversationKey, Message, Provider, ProviderError, Sampling, Usage,
+};
+use crate::skill::{audit, distill_prompt, parse_skill, Skill};
+use crate::tools::{self, describe_report, eval_mode_of, tool_specs};
+use mkb_core::{Budget, Dsl, EndReason, EvalMode, EvalReport, Verdict};
+use mkb_eval::{EvalError, EvalPool, EvalRequest};
+use serde_json::json;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// The system prompt of every attempt (solo and conditioned alike).
+pub const SYSTEM_PROMPT: &str = "You are an expert GPU kernel engineer. You write one fast, correct kernel for an \
+NVIDIA H200 (sm_90a) in the DSL your task names, and nothing else: no PyTorch compute, no other kernel language. \
+Work with the tools: write_kernel to save your kernel file, compile to check it builds, test to check \
+correctness on the GPU, benchmark to time it against eager PyTorch, submit when you are done. The harness keeps \
+your best kernel that it measured correct. Your budget is limited, so make each call count.";
+
+/// Everything one attempt needs.
+#[derive(Debug, Clone)]
+pub struct AttemptSpec {
+    pub attempt_id: String,
+    pub key: ConversationKey,
+    pub problem_dir: PathBuf,
+    pub dsl: Dsl,
+    /// The user prompt: the variant prompt, plus the skill slot when the condition has a skill.
+    pub user_prompt: String,
+    pub brief: String,
+    pub starter: String,
+    pub budget: Budget,
+    pub sampling: Sampling,
+    /// Some(max chars) to distill a skill after the attempt (solo attempts).
+    pub distill_max_chars: Option<usize>,
+    /// The skill's target DSL for the leak audit (the other DSL).
+    pub audit_target: Dsl,
+    /// Absolute folder for this attempt's artifacts, and the same relative to the run folder.
+    pub dir: PathBuf,
+    pub rel_dir: String,
+    /// Can test/benchmark run (is there a GPU behind the pool)?
+    pub gpu_available: bool,
+    /// Longest log an agent gets back from one tool call.
+    pub max_log_chars: usize,
+}
+
+/// One evaluation a tool call ran.
+#[derive(Debug, Clone)]
+pub struct ToolEval {
+    pub seq: u32,
+    pub tool: String,
+    pub mode: EvalMode,
+    /// Kernel snapshot, relative to the run folder.
+    pub kernel: String,
+    pub report: EvalReport,
+}
+
+/// A finished attempt (whatever its outcome).
+#[derive(Debug, Clone)]
+pub struct AttemptOutcome {
+    pub end_reason: EndReason,
+    pub turns: u32,
+    pub usage: Usage,
+    pub evals: Vec<ToolEval>,
+    pub wall_s: f64,
+    /// Relative path of the final kernel, when any kernel was written.
+    pub final_kernel: Option<String>,
+    /// "best_correct" (the harness measured it correct), "last_written" or "none".
+    pub final_source: &'static str,
+    pub trajectory: String,
+    pub error: Option<String>,
+    /// The distilled skill and the tokens its turn used (solo attempts).
+    pub skill: Option<(Skill, Usage)>,
+}
+
+/// Failures that say nothing about the model or its kernel: the attempt is not recorded and
+/// a re-run retries it (e.g. the evaluator for this DSL is not installed on this machine).
+#[derive(Debug, Error)]
+pub enum AttemptError {
+    #[error("evaluator unavailable: {0}")]
+    Evaluator(String),
+    #[error("provider unavailable: {0}")]
+    Provider(String),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+struct Trajectory {
+    file: std::fs::File,
+    start: Instant,
+}
+
+impl Trajectory {
+    fn create(path: &Path) -> std::io::Result<Trajectory> {
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        Ok(Trajectory {
+            file: std::fs::File::create(path)?,
+            start: Instant::now(),
+        })
+    }
+
+    fn log(&mut self, kind: &str, body: serde_json::Value) -> std::io::Result<()> {
+        let mut v = json!({"t": (self.start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0, "type": kind});
+        if let (Some(obj), serde_json::Value::Object(b)) = (v.as_object_mut(), body) {
+            obj.extend(b);
+        }
+        let mut line = serde_json::to_string(&v).unwrap_or_default();
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.flush()
+    }
+}
+
+/// The best kernel so far by the harness's own measurements.
+#[derive(Default)]
+struct Best {
+    /// (runtime us, snapshot) of the fastest benchmark-correct kernel.
+    bench: Option<(f64, String)>,
+    /// The latest test-correct kernel.
+    tested: Option<String>,
+}
+
+impl Best {
+    fn observe(&mut self, mode: EvalMode, snapshot: &str, r: &EvalReport) {
+        if r.verdict != Verdict::Correct {
+            return;
+        }
+        match mode {
+            EvalMode::Bench | EvalMode::Full => {
+                if let Some(t) = r.runtime.as_ref().map(|t| t.median_us) {
+                    if self.bench.as_ref().is_none_or(|(b, _)| t < *b) {
+                        self.bench = Some((t, snapshot.to_string()));
+                    }
+                }
+            }
+            EvalMode::Test => self.tested = Some(snapshot.to_string()),
+            EvalMode::Compile => {}
+        }
+    }
+    fn pick(&self) -> Option<&str> {
+        self.bench
+            .as_ref()
+            .map(|(_, s)| s.as_str())
+            .or(self.tested.as_deref())
+    }
+}
+
+enum Flow {
+    Continue,
+    End(EndReason),
+}
+
+/// Run one attempt to its end and, when asked, distill its skill.
+pub async fn run_attempt(
+    spec: &AttemptSpec,
+    provider: &Provider,
+    pool: &EvalPool,
+) -> Result<AttemptOutcome, AttemptError> {
+    std::fs::create_dir_all(spec.dir.join("kernels"))?;
+    let traj_rel = format!("{}/trajectory.jsonl", spec.rel_dir);
+    let mut traj = Trajectory::create(&spec.dir.join("trajectory.jsonl"))?;
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(spec.budget.max_wall_s);
+    let mut session = provider
+        .session(&spec.key)
+        .map_err(|e| AttemptError::Provider(e.to_string()))?;
+    let specs = tool_specs();
+
+    let mut messages = vec![
+        Message::system(SYSTEM_PROMPT),
+        Message::user(spec.user_prompt.clone()),
+    ];
+    traj.log("start", json!({"attempt": spec.attempt_id, "key": spec.key, "budget": spec.budget, "producer": provider.producer()}))?;
+    for m in &messages {
+        traj.log("message", json!({"message": m}))?;
+    }
+
+    let mut usage = Usage::default();
+    let mut turns = 0u32;
+    let mut evals: Vec<ToolEval> = Vec::new();
+    let mut kernel: Option<(u32, String)> = None; // (version, snapshot rel path)
+    let mut versions = 0u32;
+    let mut best = Best::default();
+    let mut error = None;
+
+    let end = loop {
+        if turns >= spec.budget.max_turns {
+            break EndReason::MaxTurns;
+        }
+        if usage.output_tokens >= spec.budget.max_output_tokens {
+            break EndReason::MaxOutputTokens;
+        }
+        if Instant::now() >= deadline {
+            break EndReason::WallClock;
+        }
+        let mut sampling = spec.sampling.clone();
+        let left = spec.budget.max_output_tokens - usage.output_tokens;
+        sampling.max_tokens = Some(
+            sampling
+                .max_tokens
+                .map_or(left.min(u32::MAX as u64) as u32, |m| {
+                    (m as u64).min(left) as u32
+                }),
+        );
+        let req = ChatRequest {
+            messages: messages.clone(),
+            tools: specs.clone(),
+            sampling,
+        };
+        let resp = match session.chat(&req, deadline).await {
+            Ok(r) => r,
+            Err(e) => match classify(&e) {
+                ProviderFailure::Deadline => break EndReason::WallClock,
+                ProviderFailure::Final => {
+                    error = Some(e.to_string());
+                    traj.log("provider_error", json!({"error": e.to_string()}))?;
+                    break EndReason::ProviderError;
+                }
+                ProviderFailure::Transient => return Err(AttemptError::Provider(e.to_string())),
+            },
+        };
+        turns += 1;
+        usage.input_tokens += resp.usage.input_tokens;
+        usage.output_tokens += resp.usage.output_tokens;
+        traj.log("assistant", json!({"message": resp.message, "usage": resp.usage, "stop_reason": resp.stop_reason, "latency_ms": resp.latency_ms, "retries": resp.retries}))?;
+        let calls = resp.message.tool_calls.clone();
+        messages.push(resp.message);
+        if let Some(fe) = resp.format_error {
+            let m = Message::user(fe);
+            traj.log("message", json!({"message": m}))?;
+            messages.push(m);
+            continue;
+        }
+        if calls.is_empty() {
+            break EndReason::Stopped;
+        }
+        let mut flow = Flow::Continue;
+        for call in &calls {
+            let result = if let Flow::End(_) = flow {
+                "Not run: the attempt has ended.".to_string()
+            } else {
+                let (text, f) = handle_tool(
+                    spec,
+                    pool,
+                    &call.name,
+                    &call.arguments,
+                    &mut kernel,
+                    &mut versions,
+                    &mut evals,
+                    &mut best,
+                    &mut traj,
+                )
+                .await?;
+                flow = f;
+                text
+            };
+            let m = Message::tool_result(call.id.clone(), result);
+            traj.log("message", json!({"message": m}))?;
+            messages.push(m);
+        }
+        if let Flow::End(reason) = flow {
+            break reason;
+        }
+    };
+
+    // The final kernel: the best the harness measured correct, else the last one written.
+    let (final_kernel, final_source) = match (best.pick(), &kernel) {
+        (Some(s), _) => (Some(s.to_string()), "best_correct"),
+        (None, Some((_, s))) => (Some(s.clone()), "last_written"),
+        (None, None) => (None, "none"),
+    };
+    let final_rel = match &final_kernel {
+        Some(snap) => {
+            let src = std::fs::read(run_root(spec).join(snap))?;
+            let rel = format!("{}/final.py", spec.rel_dir);
+            std::fs::write(spec.dir.join("final.py"), src)?;
+            Some(rel)
+        }
+        None => None,
+    };
+    traj.log("end", json!({"end_reason": end, "turns": turns, "usage": usage, "final_kernel": final_rel, "final_source": final_source, "error": error}))?;
+    let wall_s = start.elapsed().as_secs_f64();
+
+    let skill = match spec.distill_max_chars {
+        Some(max_chars) => Some(
+            distill(
+                spec,
+                &mut session,
+                &mut messages,
+                &specs,
+                max_chars,
+                final_rel.as_deref(),
+                &mut traj,
+            )
+            .await?,
+        ),
+        None => None,
+    };
+
+    Ok(AttemptOutcome {
+        end_reason: end,
+        turns,
+        usage,
+        evals,
+        wall_s,
+        final_kernel: final_rel,
+        final_source,
+        trajectory: traj_rel,
+        error,
+        skill,
+    })
+}
+
+/// The run folder: `spec.dir` minus `spec.rel_dir`.
+fn run_root(spec: &AttemptSpec) -> PathBuf {
+    let depth = Path::new(&spec.rel_dir).components().count();
+    let mut p = spec.dir.clone();
+    for _ in 0..depth {
+        p.pop();
+    }
+    p
+}
+
+enum ProviderFailure {
+    Deadline,
+    /// Recorded as the attempt's end (deterministic or the model's own fault).
+    Final,
+    /// Not recorded: retried when the run is resumed.
+    Transient,
+}
+
+fn classify(e: &ProviderError) -> ProviderFailure {
+    match e {
+        ProviderError::DeadlineExceeded { .. } => ProviderFailure::Deadline,
+        e if e.is_retryable() => ProviderFailure::Transient,
+        _ => ProviderFailure::Final,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn handle_tool(
+    spec: &AttemptSpec,
+    pool: &EvalPool,
+    name: &str,
+    args: &serde_json::Value,
+    kernel: &mut Option<(u32, String)>,
+    versions: &mut u32,
+    evals: &mut Vec<ToolEval>,
+    best: &mut Best,
+    traj: &mut Trajectory,
+) -> Result<(String, Flow), AttemptError> {
+    let root = run_root(spec);
+    Ok(match name {
+        tools::READ_BRIEF => (spec.brief.clone(), Flow::Continue),
+        tools::READ_STARTER => (spec.starter.clone(), Flow::Continue),
+        tools::READ_KERNEL => match kernel {
+            Some((_, snap)) => (
+                std::fs::read_to_string(root.join(snap.as_str()))?,
+                Flow::Continue,
+            ),
+            None => (
+                "No kernel written yet: call write_kernel first.".into(),
+                Flow::Continue,
+            ),
+        },
+        tools::WRITE_KERNEL => match args.get("source").and_then(|s| s.as_str()) {
+            Some(src) => {
+                *versions += 1;
+                let rel = format!("{}/kernels/v{}.py", spec.rel_dir, versions);
+                std::fs::write(root.join(&rel), src)?;
+                *kernel = Some((*versions, rel));
+                (
+                    format!(
+                        "Saved kernel v{} ({} lines).",
+                        versions,
+                        src.lines().count()
+                    ),
+                    Flow::Continue,
+                )
+            }
+            None => (
+                "write_kernel needs one string argument `source` holding the whole file.".into(),
+                Flow::Continue,
+            ),
+        },
+        tools::SUBMIT => ("Submitted.".into(), Flow::End(EndReason::Submitted)),
+        t if eval_mode_of(t).is_some() => {
+            let mode = eval_mode_of(t).expect("checked");
+            let Some((version, snap)) = kernel.clone() else {
+                return Ok((
+                    "No kernel written yet: call write_kernel first.".into(),
+                    Flow::Continue,
+                ));
+            };
+            if mode.needs_gpu() && !spec.gpu_available {
+                return Ok((format!("{t} is unavailable on this machine: there is no GPU, only compile runs here."), Flow::Continue));
+            }
+            if evals.len() as u32 >= spec.budget.max_tool_evals {
+                return Ok((
+                    "Not run: the evaluation budget is used up.".into(),
+                    Flow::End(EndReason::MaxToolEvals),
+                ));
+            }
+            let req =
+                EvalRequest::single(spec.problem_dir.clone(), spec.dsl, mode, root.join(&snap));
+            let report = match pool.evaluate_one(req).await {
+                Ok(r) => r,
+                Err(EvalError::NoGpu) => return Ok((format!("{t} is unavailable on this machine: there is no GPU, only compile runs here."), Flow::Continue)),
+                Err(e) => return Err(AttemptError::Evaluator(e.to_string())),
+            };
+            let seq = evals.len() as u32;
+            traj.log("eval", json!({"seq": seq, "tool": t, "kernel_version": version, "kernel": snap, "report": report}))?;
+            best.observe(mode, &snap, &report);
+            let text = describe_report(&report, spec.max_log_chars);
+            evals.push(ToolEval {
+                seq,
+                tool: t.to_string(),
+                mode,
+                kernel: snap,
+                report,
+            });
+            let flow = if evals.len() as u32 >= spec.budget.max_tool_evals {
+                Flow::End(EndReason::MaxToolEvals)
+            } else {
+                Flow::Continue
+            };
+            (text, flow)
+        }
+        other => (
+            format!(
+                "Unknown tool {other:?}. Available: {}.",
+                tool_specs()
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Flow::Continue,
+        ),
+    })
+}
+
+/// The distillation turn: the same conversation asked for a skill. Its tokens are counted
+/// apart from the attempt's budget. A failed call still yields a (flagged, empty) skill, so
+/// that the conditioned attempt it feeds runs with what the source produced.
+async fn distill(
+    spec: &AttemptSpec,
+    session: &mut crate::provider::Session,
+    messages: &mut Vec<Message>,
+    specs: &[crate::provider::ToolSpec],
+    max_chars: usize,
+    final_kernel: Option<&str>,
+    traj: &mut Trajectory,
+) -> Result<(Skill, Usage), AttemptError> {
+    let ask = Message::user(distill_prompt(max_chars));
+    traj.log("message", json!({"message": ask, "phase": "distill"}))?;
+    messages.push(ask);
+    let mut usage = Usage::default();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let mut text = None;
+    let mut failure = None;
+    for _ in 0..2 {
+        let mut sampling = spec.sampling.clone();
+        sampling.max_tokens = Some(sampling.max_tokens.map_or(4096, |m| m.min(8192)));
+        let req = ChatRequest {
+            messages: messages.clone(),
+            tools: specs.to_vec(),
+            sampling,
+        };
+        match session.chat(&req, deadline).await {
+            Ok(resp) => {
+                usage.input_tokens += resp.usage.input_tokens;
+                usage.output_tokens += resp.usage.output_tokens;
+                traj.log(
+                    "assistant",
+                    json!({"message": resp.message, "usage": resp.usage, "phase": "distill"}),
+                )?;
+                let calls = resp.message.tool_calls.clone();
+                let content = resp.message.content.clone();
+                messages.push(resp.message);
+                if !content.trim().is_empty() {
+                    text = Some(content);
+                    break;
+                }
+                // Tool calls instead of a skill: answer them and ask once more.
+                for c in calls {
+                    messages.push(Message::tool_result(c.id, "Not run: the attempt is over."));
+                }
+                messages.push(Message::user(
+                    "Answer with the SKILL.md text only, without tool calls.",
+                ));
+            }
+            Err(e) => {
+                if let ProviderFailure::Transient = classify(&e) {
+                    return Err(AttemptError::Provider(e.to_string()));
+                }
+                failure = Some(e.to_string());
+                traj.log(
+                    "provider_error",
+                    json!({"error": e.to_string(), "phase": "distill"}),
+                )?;
+                break;
+            }
+        }
+    }
+    let mut skill = parse_skill(text.as_deref().unwrap_or(""), max_chars);
+    if text.is_none() {
+        skill.flags.push("distill_failed".to_string());
+        if let Some(f) = failure {
+            skill.description =
+                crate::tools::trim_middle(&format!("distillation failed: {f}"), 300);
+        }
+    }
+    let source = match final_kernel {
+        Some(rel) => std::fs::read_to_string(run_root(spec).join(rel)).ok(),
+        None => None,
+    };
+    skill
+        .flags
+        .extend(audit(&skill, spec.audit_target, source.as_deref()));
+    traj.log("skill", json!({"skill": skill, "usage": usage}))?;
+    Ok((skill, usage))
+}

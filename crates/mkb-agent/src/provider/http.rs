@@ -1,0 +1,331 @@
+//! The HTTP layer shared by the OpenAI-compatible and Anthropic providers: one JSON POST with
+//! retries (exponential backoff with jitter; `Retry-After` honoured) on 429, 408, 5xx,
+//! timeouts and transport errors, never sleeping or waiting past the caller's deadline.
+//! Error texts are trimmed and redacted so the API key never leaves this module.
+
+use super::config::{ApiKey, ProviderConfig};
+use super::error::ProviderError;
+use rand::Rng;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Longest body excerpt kept in an error.
+const EXCERPT_CHARS: usize = 400;
+
+/// How the API key travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AuthStyle {
+    /// `Authorization: Bearer <key>` (OpenAI-compatible).
+    Bearer,
+    /// `x-api-key: <key>` (Anthropic).
+    XApiKey,
+}
+
+/// A JSON-over-HTTP client bound to one provider config.
+#[derive(Debug)]
+pub(crate) struct HttpClient {
+    client: reqwest::Client,
+    key: Option<ApiKey>,
+    auth: AuthStyle,
+    timeout: Duration,
+    max_retries: u32,
+    retry_base: Duration,
+    retry_max: Duration,
+}
+
+/// A successful call: the parsed JSON body and how many retries it took.
+#[derive(Debug)]
+pub(crate) struct HttpOutcome {
+    pub value: serde_json::Value,
+    pub retries: u32,
+}
+
+/// One failed request and the server's requested wait, if any.
+struct Failure {
+    error: ProviderError,
+    retry_after: Option<Duration>,
+}
+
+impl From<ProviderError> for Failure {
+    fn from(error: ProviderError) -> Failure {
+        Failure {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
+impl HttpClient {
+    pub(crate) fn new(
+        cfg: &ProviderConfig,
+        key: Option<ApiKey>,
+        auth: AuthStyle,
+    ) -> Result<HttpClient, ProviderError> {
+        let timeout = cfg.request_timeout();
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeout.min(Duration::from_secs(30)))
+            .build()
+            .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(HttpClient {
+            client,
+            key,
+            auth,
+            timeout,
+            max_retries: cfg.max_retries,
+            retry_base: Duration::from_secs_f64(cfg.retry_base_s),
+            retry_max: Duration::from_secs_f64(cfg.retry_max_s),
+        })
+    }
+
+    /// Removes the API key from `text`.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(k) => k.redact(text),
+            None => text.to_string(),
+        }
+    }
+
+    /// A trimmed, redacted excerpt of a body for error messages.
+    pub(crate) fn excerpt(&self, bytes: &[u8]) -> String {
+        excerpt(&self.redact(&String::from_utf8_lossy(bytes)))
+    }
+
+    /// POSTs `body` to `url` with `headers` (plus the auth header) and returns the JSON answer,
+    /// retrying what is retryable while time is left before `deadline`.
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &serde_json::Value,
+        deadline: std::time::Instant,
+    ) -> Result<HttpOutcome, ProviderError> {
+        let deadline = Instant::from_std(deadline);
+        let bytes = serde_json::to_vec(body).map_err(|e| {
+            ProviderError::InvalidRequest(format!("cannot serialize the request: {e}"))
+        })?;
+        let header_map = self.headers(headers)?;
+        let mut attempts = 0u32;
+        let mut retries = 0u32;
+        let mut last: Option<String> = None;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(ProviderError::DeadlineExceeded { attempts, last });
+            }
+            let remaining = deadline - now;
+            let clamped = remaining < self.timeout;
+            let timeout = if clamped { remaining } else { self.timeout };
+            attempts += 1;
+            let failure = match self
+                .send_once(url, &header_map, bytes.clone(), timeout)
+                .await
+            {
+                Ok(value) => return Ok(HttpOutcome { value, retries }),
+                Err(f) => f,
+            };
+            let Failure { error, retry_after } = failure;
+            if clamped && matches!(error, ProviderError::Timeout { .. }) {
+                // The deadline, not the request timeout, cut this request short.
+                return Err(ProviderError::DeadlineExceeded {
+                    attempts,
+                    last: Some(error.to_string()),
+                });
+            }
+            if !error.is_retryable() || retries >= self.max_retries {
+                return Err(error);
+            }
+            let wait = retry_after.unwrap_or_else(|| self.backoff(retries));
+            if Instant::now() + wait >= deadline {
+                tracing::warn!(url, error = %error, wait_ms = wait.as_millis() as u64,
+                    "provider request failed; the next try would start past the deadline");
+                return Err(ProviderError::DeadlineExceeded {
+                    attempts,
+                    last: Some(error.to_string()),
+                });
+            }
+            tracing::warn!(url, error = %error, retry = retries + 1, wait_ms = wait.as_millis() as u64,
+                "provider request failed; retrying");
+            last = Some(error.to_string());
+            tokio::time::sleep(wait).await;
+            retries += 1;
+        }
+    }
+
+    fn headers(&self, extra: &[(&'static str, String)]) -> Result<HeaderMap, ProviderError> {
+        let mut map = HeaderMap::new();
+        map.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in extra {
+            let v = HeaderValue::from_str(value).map_err(|_| {
+                ProviderError::Config(format!("header {name} has an invalid value"))
+            })?;
+            map.insert(HeaderName::from_static(name), v);
+        }
+        if let Some(key) = &self.key {
+            let (name, text) = match self.auth {
+                AuthStyle::Bearer => (
+                    reqwest::header::AUTHORIZATION,
+                    format!("Bearer {}", key.expose()),
+                ),
+                AuthStyle::XApiKey => (
+                    HeaderName::from_static("x-api-key"),
+                    key.expose().to_string(),
+                ),
+            };
+            let mut v = HeaderValue::from_str(&text).map_err(|_| {
+                ProviderError::Config(
+                    "the API key holds characters not allowed in an HTTP header".into(),
+                )
+            })?;
+            v.set_sensitive(true);
+            map.insert(name, v);
+        }
+        Ok(map)
+    }
+
+    async fn send_once(
+        &self,
+        url: &str,
+        headers: &HeaderMap,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, Failure> {
+        let resp = self
+            .client
+            .post(url)
+            .headers(headers.clone())
+            .timeout(timeout)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.map_reqwest(e, timeout))?;
+        let status = resp.status();
+        let retry_after = parse_retry_after(resp.headers());
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| self.map_reqwest(e, timeout))?;
+        if !status.is_success() {
+            return Err(Failure {
+                error: ProviderError::Http {
+                    status: status.as_u16(),
+                    body: self.excerpt(&bytes),
+                },
+                retry_after,
+            });
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            Failure::from(ProviderError::Malformed {
+                what: format!("invalid JSON: {e}"),
+                excerpt: self.excerpt(&bytes),
+            })
+        })
+    }
+
+    fn map_reqwest(&self, e: reqwest::Error, timeout: Duration) -> Failure {
+        if e.is_timeout() {
+            return ProviderError::Timeout {
+                after_ms: timeout.as_millis() as u64,
+            }
+            .into();
+        }
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        let text = self.redact(&text);
+        if e.is_builder() {
+            ProviderError::Config(text).into()
+        } else {
+            ProviderError::Transport(text).into()
+        }
+    }
+
+    /// base * 2^retry, capped at retry_max, times a jitter factor in [0.5, 1].
+    fn backoff(&self, retry: u32) -> Duration {
+        let exp = self.retry_base.as_secs_f64() * 2f64.powi(retry.min(30) as i32);
+        let capped = exp.min(self.retry_max.as_secs_f64());
+        let jitter: f64 = rand::thread_rng().gen_range(0.5..=1.0);
+        Duration::from_secs_f64(capped * jitter)
+    }
+}
+
+/// `retry-after-ms` (milliseconds) or `retry-after` (seconds; an HTTP date is not honoured
+/// and falls back to the backoff).
+fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let num = |name: &str| -> Option<f64> {
+        let v = headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()?;
+        (v.is_finite() && v >= 0.0).then_some(v)
+    };
+    if let Some(ms) = num("retry-after-ms") {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    num("retry-after").map(Duration::from_secs_f64)
+}
+
+/// The first `EXCERPT_CHARS` characters of `text`, whitespace runs collapsed.
+pub(crate) fn excerpt(text: &str) -> String {
+    let collapsed = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let total = collapsed.chars().count();
+    if total <= EXCERPT_CHARS {
+        collapsed
+    } else {
+        let head: String = collapsed.chars().take(EXCERPT_CHARS).collect();
+        format!("{head}... ({total} chars)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        assert_eq!(parse_retry_after(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("150"));
+        assert_eq!(parse_retry_after(&h), Some(Duration::from_millis(150)));
+        let mut d = HeaderMap::new();
+        d.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(parse_retry_after(&d), None);
+    }
+
+    #[test]
+    fn excerpt_trims_and_collapses() {
+        assert_eq!(excerpt("a \n\n b"), "a b");
+        let long = "é".repeat(1000);
+        let e = excerpt(&long);
+        assert!(e.ends_with("... (1000 chars)"), "{e}");
+        assert_eq!(e.chars().filter(|c| *c == 'é').count(), EXCERPT_CHARS);
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let mut cfg = ProviderConfig::new(super::super::config::ProviderKind::Openai, "m");
+        cfg.retry_base_s = 1.0;
+        cfg.retry_max_s = 5.0;
+        let c = HttpClient::new(&cfg, None, AuthStyle::Bearer).unwrap();
+        for _ in 0..50 {
+            let b0 = c.backoff(0).as_secs_f64();
+            assert!((0.5..=1.0).contains(&b0), "{b0}");
+            let b2 = c.backoff(2).as_secs_f64();
+            assert!((2.0..=4.0).contains(&b2), "{b2}");
+            let b10 = c.backoff(10).as_secs_f64();
+            assert!((2.5..=5.0).contains(&b10), "{b10}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! `mkb problems list` and `mkb problems show`: the registry as a table, one problem in
+//! detail, and the exact prompt an agent sees for one variant.
+
+use crate::common::Context;
+use anyhow::{anyhow, Result};
+use clap::Subcommand;
+use mkb_core::prompt::variant_prompt;
+use mkb_core::registry::dims_literal;
+use mkb_core::{Budget, Dsl};
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum ProblemsCmd {
+    /// One line per problem: id, title, benchmark shape, ideal time, expert solutions.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One problem: its declaration, or with --prompt exactly what an agent sees.
+    Show {
+        /// Id (C01), slug (softmax) or folder name (C01_softmax).
+        problem: String,
+        /// The variant (needed with --prompt).
+        #[arg(long)]
+        dsl: Option<Dsl>,
+        /// Print the variant prompt (default budget) instead of the declaration.
+        #[arg(long)]
+        prompt: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
+    let reg = ctx.registry()?;
+    match cmd {
+        ProblemsCmd::List { json } => {
+            if json {
+                let rows: Vec<serde_json::Value> = reg
+                    .problems()
+                    .iter()
+                    .map(|p| {
+                        serde_json::json!({
+                            "id": p.id(), "slug": p.slug(), "family": p.family, "title": p.title(),
+                            "benchmark": p.benchmark_shape().dims,
+                            "ideal_us": p.ideal_us(p.benchmark_shape()).ok(),
+                            "solutions": Dsl::ALL.iter().filter(|d| p.has_solution(**d)).map(|d| d.as_str()).collect::<Vec<_>>(),
+                            "dir": p.dir,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                println!(
+                    "{:<4} {:<22} {:<34} {:<26} {:>9}  solutions",
+                    "id", "slug", "title", "benchmark shape", "ideal us"
+                );
+                for p in reg.problems() {
+                    let sols: Vec<&str> = Dsl::ALL
+                        .iter()
+                        .filter(|d| p.has_solution(**d))
+                        .map(|d| d.as_str())
+                        .collect();
+                    println!(
+                        "{:<4} {:<22} {:<34} {:<26} {:>9.1}  {}",
+                        p.id(),
+                        p.slug(),
+                        truncate(p.title(), 34),
+                        dims_literal(&p.benchmark_shape().dims),
+                        p.ideal_us(p.benchmark_shape()).unwrap_or(f64::NAN),
+                        if sols.is_empty() {
+                            "-".to_string()
+                        } else {
+                            sols.join(",")
+                        }
+                    );
+                }
+                println!("{} problems", reg.problems().len());
+            }
+        }
+        ProblemsCmd::Show {
+            problem,
+            dsl,
+            prompt,
+            json,
+        } => {
+            let p = reg
+                .get(&problem)
+                .ok_or_else(|| anyhow!("no problem {problem:?}; see `mkb problems list`"))?;
+            if prompt {
+                let dsl = dsl.ok_or_else(|| anyhow!("--prompt needs --dsl cute|tirx"))?;
+                let vp =
+                    variant_prompt(p, dsl, &ctx.briefs_dir(), &Budget::default()).map_err(|e| {
+                        anyhow!(
+                            "building the prompt of {} ({dsl}): {e} (is docs/dsl/{dsl}.md there?)",
+                            p.id()
+                        )
+                    })?;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"common": vp.common, "dsl_section": vp.dsl_section})
+                    );
+                } else {
+                    print!("{}", vp.render());
+                }
+            } else if json {
+                println!("{}", serde_json::to_string_pretty(p)?);
+            } else {
+                println!(
+                    "{} {} ({}): {}",
+                    p.id(),
+                    p.slug(),
+                    p.family.title(),
+                    p.title()
+                );
+                println!("folder: {}", p.dir.display());
+                for i in &p.file.inputs {
+                    println!(
+                        "  input  {:<8} {:<10} {:?}",
+                        i.name,
+                        i.dtype.as_str(),
+                        i.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>()
+                    );
+                }
+                for o in &p.file.outputs {
+                    let t = o.tolerance();
+                    println!(
+                        "  output {:<8} {:<10} {:?} atol {}xRMS rtol {}",
+                        o.name,
+                        o.dtype.as_str(),
+                        o.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>(),
+                        t.atol,
+                        t.rtol
+                    );
+                }
+                for s in &p.file.shapes {
+                    println!(
+                        "  shape  {:<10} {:<9} {}",
+                        s.name,
+                        format!("{:?}", s.kind).to_lowercase(),
+                        dims_literal(&s.dims)
+                    );
+                }
+                println!("  eager baselines: {}", p.file.eager.join(", "));
+                println!(
+                    "  ideal time of the benchmark shape: {:.1} us",
+                    p.ideal_us(p.benchmark_shape()).unwrap_or(f64::NAN)
+                );
+                let sols: Vec<&str> = Dsl::ALL
+                    .iter()
+                    .filter(|d| p.has_solution(**d))
+                    .map(|d| d.as_str())
+                    .collect();
+                println!(
+                    "  expert solutions: {}",
+                    if sols.is_empty() {
+                        "none".into()
+                    } else {
+                        sols.join(", ")
+                    }
+                );
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}

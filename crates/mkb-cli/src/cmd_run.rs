@@ -1,0 +1,180 @@
+//! `mkb run CONFIG` (run or resume an experiment) and `mkb status RUN` (what a run holds and
+//! what it still lacks).
+
+use crate::common::Context;
+use anyhow::{anyhow, Context as _, Result};
+use clap::Args;
+use mkb_core::Condition;
+use mkb_run::scheduler::plan;
+use mkb_run::store::Store;
+use mkb_run::{run_experiment, ExperimentConfig, RunOptions};
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Experiment config (TOML), e.g. examples/replay.toml.
+    pub config: PathBuf,
+    /// Parent folder of run folders (default <root>/runs).
+    #[arg(long)]
+    pub runs_dir: Option<PathBuf>,
+    /// GPUs for the evaluator: auto, none, or a list like 0,1 (overrides eval.gpus).
+    #[arg(long)]
+    pub gpus: Option<String>,
+    /// No progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+pub async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode> {
+    let cfg = ExperimentConfig::load(&args.config)?;
+    let runs_dir = args
+        .runs_dir
+        .clone()
+        .unwrap_or_else(|| ctx.root.join("runs"));
+    let opts = RunOptions {
+        root: ctx.root.clone(),
+        python: ctx.python.clone(),
+        runs_dir: runs_dir.clone(),
+        gpus: args.gpus.clone(),
+        progress: !args.no_progress && std::io::stderr().is_terminal(),
+    };
+    let run_dir = cfg.run_dir(&runs_dir);
+    eprintln!("run {:?} -> {}", cfg.name, run_dir.display());
+    let s = run_experiment(cfg, &opts).await?;
+    println!("\nrun folder: {}", run_dir.display());
+    println!(
+        "attempts: {} planned, {} already in the store, {} done now; final evaluations: {} new ({} mode), {} groups planned",
+        s.planned,
+        s.already_done,
+        s.attempts_done,
+        s.finals_done,
+        s.final_mode.map(|m| m.as_str()).unwrap_or("?"),
+        s.final_groups_planned
+    );
+    for l in &s.limitations {
+        println!("could not: {l}");
+    }
+    if s.complete() {
+        println!(
+            "complete: every planned unit is in the store. Next: mkb analyze {}",
+            run_dir.display()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("incomplete: {} unit(s) deferred; re-run the same command where they can run to finish:", s.deferred.len());
+        for (unit, why) in s.deferred.iter().take(30) {
+            println!("  {unit}: {why}");
+        }
+        if s.deferred.len() > 30 {
+            println!("  ... and {} more", s.deferred.len() - 30);
+        }
+        Ok(ExitCode::from(4))
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// A run folder, or a run name under <root>/runs.
+    pub run: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A run folder from a path or a name.
+pub fn resolve_run(ctx: &Context, run: &Path) -> PathBuf {
+    if run.join("mkb.sqlite").is_file() {
+        run.to_path_buf()
+    } else {
+        ctx.root.join("runs").join(run)
+    }
+}
+
+pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
+    let dir = resolve_run(ctx, &args.run);
+    let store = Store::open_existing(&dir)?;
+    let cfg: ExperimentConfig = serde_json::from_str(
+        &store
+            .meta("config")?
+            .ok_or_else(|| anyhow!("{}: the store holds no config", dir.display()))?,
+    )
+    .context("reading the run's config from the store")?;
+    let reg = ctx.registry()?;
+    let problems = reg.select(&cfg.problems).map_err(|e| anyhow!(e))?;
+    let units = plan(&cfg, &problems);
+    let attempts = store.attempts()?;
+    let done: BTreeMap<String, &mkb_run::store::AttemptRecord> =
+        attempts.iter().map(|a| (a.id.clone(), a)).collect();
+    let finals = store.final_evals()?;
+    let skills = store.skills()?;
+    let mut by_cond: BTreeMap<(Condition, String), (usize, usize)> = BTreeMap::new();
+    for u in &units {
+        let e = by_cond.entry((u.condition, u.dsl.to_string())).or_default();
+        e.1 += 1;
+        if done.contains_key(&u.id()) {
+            e.0 += 1;
+        }
+    }
+    let pending: Vec<String> = units
+        .iter()
+        .filter(|u| !done.contains_key(&u.id()))
+        .map(|u| u.id())
+        .collect();
+    let flagged: Vec<&mkb_run::store::SkillRecord> =
+        skills.iter().filter(|s| !s.flags.is_empty()).collect();
+    if args.json {
+        let v = serde_json::json!({
+            "run": cfg.name, "dir": dir, "attempts_done": attempts.len(), "attempts_planned": units.len(),
+            "skills": skills.len(), "final_evals": finals.len(), "pending": pending,
+            "by_condition": by_cond.iter().map(|((c, d), (a, b))| serde_json::json!({"condition": c, "dsl": d, "done": a, "planned": b})).collect::<Vec<_>>(),
+            "flagged_skills": flagged.iter().map(|s| serde_json::json!({"id": s.id, "flags": s.flags})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("run {:?} at {}", cfg.name, dir.display());
+    println!(
+        "{:<12} {:<5} {:>6} / planned",
+        "condition", "dsl", "done"
+    );
+    for ((c, d), (a, b)) in &by_cond {
+        println!("{:<12} {:<5} {:>6} / {}", c.as_str(), d, a, b);
+    }
+    println!("skills: {} ({} flagged)", skills.len(), flagged.len());
+    for s in &flagged {
+        println!("  {}: {}", s.id, s.flags.join(", "));
+    }
+    let mut verdicts: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &finals {
+        *verdicts
+            .entry(format!("{}/{}", f.mode, f.report.verdict.as_str()))
+            .or_default() += 1;
+    }
+    println!(
+        "final evaluations: {} of {} attempts ({})",
+        finals.len(),
+        units.len(),
+        verdicts
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if pending.is_empty() {
+        println!("no attempt pending");
+    } else {
+        println!(
+            "{} attempt(s) pending, e.g. {}",
+            pending.len(),
+            pending
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,144 @@
+//! Shared plumbing of the subcommands: finding the repository, the Python interpreter, the
+//! registry, starting an evaluator pool, logging, and the tokio runtime.
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use mkb_core::Registry;
+#[cfg(test)]
+use mkb_eval::GpuSelection;
+use mkb_eval::{EvalPool, PoolConfig};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub struct Context {
+    pub root: PathBuf,
+    pub python: PathBuf,
+}
+
+impl Context {
+    pub fn new(root: Option<PathBuf>, python: Option<PathBuf>) -> Result<Context> {
+        let root = match root {
+            Some(r) => r.canonicalize().with_context(|| format!("--root {}", r.display()))?,
+            None => find_root(&std::env::current_dir()?).ok_or_else(|| {
+                anyhow!("cannot find the MetaKernelBench repository (a folder with problems/ and python/mkb_eval/) above the current folder; pass --root")
+            })?,
+        };
+        let python = match python.or_else(|| std::env::var_os("MKB_PYTHON").map(PathBuf::from)) {
+            Some(p) => p,
+            None => {
+                let venv = root.join(".venv/bin/python");
+                if venv.exists() {
+                    venv
+                } else {
+                    PathBuf::from("python3")
+                }
+            }
+        };
+        Ok(Context { root, python })
+    }
+
+    pub fn problems_dir(&self) -> PathBuf {
+        self.root.join("problems")
+    }
+
+    pub fn briefs_dir(&self) -> PathBuf {
+        self.root.join("docs").join("dsl")
+    }
+
+    pub fn registry(&self) -> Result<Registry> {
+        Registry::load(&self.problems_dir()).map_err(|errs| {
+            let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
+            anyhow!(
+                "{} problem file error(s):\n{}",
+                errs.len(),
+                lines.join("\n")
+            )
+        })
+    }
+
+    pub async fn pool(
+        &self,
+        gpus: &str,
+        cpu_workers: usize,
+        log_dir: Option<PathBuf>,
+    ) -> Result<EvalPool> {
+        let gpus = parse_gpus(gpus)?;
+        EvalPool::start(PoolConfig {
+            python: self.python.clone(),
+            root: self.root.clone(),
+            gpus,
+            cpu_workers,
+            log_dir,
+            start_timeout: Duration::from_secs(300),
+        })
+        .await
+        .with_context(|| format!("starting the evaluator with {}", self.python.display()))
+    }
+}
+
+pub use mkb_eval::pool::parse_gpus;
+
+fn find_root(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| d.join("problems").is_dir() && d.join("python").join("mkb_eval").is_dir())
+        .map(Path::to_path_buf)
+}
+
+pub fn init_tracing(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+        .block_on(f)
+}
+
+/// The shell command that invoked us, for evidence files.
+pub fn command_line() -> String {
+    std::env::args()
+        .map(|a| if a.contains(' ') { format!("{a:?}") } else { a })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub use mkb_core::utc_now;
+
+pub fn ensure_file(p: &Path) -> Result<PathBuf> {
+    if !p.is_file() {
+        bail!("{}: no such file", p.display());
+    }
+    Ok(p.canonicalize()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_format() {
+        let s = utc_now();
+        assert_eq!(s.len(), 20, "{s}");
+        assert!(s.starts_with("20") && s.ends_with('Z'));
+    }
+
+    #[test]
+    fn gpu_selection() {
+        assert_eq!(parse_gpus("auto").unwrap(), GpuSelection::Auto);
+        assert_eq!(parse_gpus("0,1").unwrap(), GpuSelection::List(vec![0, 1]));
+        assert!(parse_gpus("zero").is_err());
+    }
+}

@@ -1,0 +1,76 @@
+//! The `mkb` binary: a thin command-line front end, one module per subcommand.
+
+mod cmd_eval;
+mod cmd_problems;
+mod cmd_run;
+mod common;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mkb",
+    version,
+    about = "MetaKernelBench: cross-DSL skill transfer for GPU kernel agents"
+)]
+struct Cli {
+    /// Repository root (holds problems/, docs/dsl/, python/). Default: found from the current folder.
+    #[arg(long, global = true)]
+    root: Option<PathBuf>,
+    /// Python interpreter of the evaluator. Default: $MKB_PYTHON, else <root>/.venv/bin/python, else python3.
+    #[arg(long, global = true)]
+    python: Option<PathBuf>,
+    /// More logging (-v info, -vv debug). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// List and show problems.
+    Problems {
+        #[command(subcommand)]
+        cmd: cmd_problems::ProblemsCmd,
+    },
+    /// Evaluate one kernel file on one problem variant.
+    Eval(cmd_eval::EvalArgs),
+    /// Evaluate the expert solutions (compile-only without a GPU).
+    Solutions(cmd_eval::SolutionsArgs),
+    /// Run the red-team set of tests/adversarial/ and compare verdicts with the manifest.
+    Redteam(cmd_eval::RedteamArgs),
+    /// Run (or resume) an experiment: solo, distill, skill-conditioned, controls, final evaluation.
+    Run(cmd_run::RunArgs),
+    /// What a run holds and what it still lacks.
+    Status(cmd_run::StatusArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    common::init_tracing(cli.verbose);
+    let ctx = match common::Context::new(cli.root.clone(), cli.python.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.cmd {
+        Cmd::Problems { cmd } => cmd_problems::run(&ctx, cmd),
+        Cmd::Eval(args) => common::block_on(cmd_eval::eval(&ctx, args)),
+        Cmd::Solutions(args) => common::block_on(cmd_eval::solutions(&ctx, args)),
+        Cmd::Redteam(args) => common::block_on(cmd_eval::redteam(&ctx, args)),
+        Cmd::Run(args) => common::block_on(cmd_run::run(&ctx, args)),
+        Cmd::Status(args) => cmd_run::status(&ctx, args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Attempts and their conditions: the experiment's unit of work (ARCHITECTURE.md, "The
+//! experiment protocol"). The agent runtime produces them, the store keeps them and the
+//! analysis pairs them.
+
+use crate::model::Dsl;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Under which condition an attempt on a target variant ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Condition {
+    /// The variant prompt only. Its distilled skill feeds the other DSL's conditioned attempt.
+    Solo,
+    /// The variant prompt plus the skill distilled from the solo attempt on the other DSL.
+    Conditioned,
+    /// The variant prompt plus the same model's skill for a different problem (same source DSL).
+    Placebo,
+    /// A second solo attempt: the run-to-run noise of the solo condition.
+    RepeatSolo,
+}
+
+impl Condition {
+    pub const ALL: [Condition; 4] = [
+        Condition::Solo,
+        Condition::Conditioned,
+        Condition::Placebo,
+        Condition::RepeatSolo,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Condition::Solo => "solo",
+            Condition::Conditioned => "conditioned",
+            Condition::Placebo => "placebo",
+            Condition::RepeatSolo => "repeat_solo",
+        }
+    }
+    /// Does this condition put a skill in the prompt?
+    pub fn has_skill(self) -> bool {
+        matches!(self, Condition::Conditioned | Condition::Placebo)
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Condition {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Condition::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| format!("unknown condition {s:?}"))
+    }
+}
+
+/// A transfer direction: the skill comes from `source`, the attempt is in `target`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Direction {
+    pub source: Dsl,
+    pub target: Dsl,
+}
+
+impl Direction {
+    pub fn into_target(target: Dsl) -> Direction {
+        Direction {
+            source: target.other(),
+            target,
+        }
+    }
+    pub fn label(self) -> String {
+        format!("{}->{}", self.source, self.target)
+    }
+}
+
+impl fmt::Display for Direction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// Solo attempt or the distillation turn that follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttemptKind {
+    Attempt,
+    Distill,
+}
+
+/// Why an attempt's conversation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The model called `submit`.
+    Submitted,
+    /// The model stopped calling tools (a final answer without submit).
+    Stopped,
+    MaxTurns,
+    MaxOutputTokens,
+    MaxToolEvals,
+    WallClock,
+    /// The provider failed past its retries.
+    ProviderError,
+}
+
+impl EndReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Submitted => "submitted",
+            EndReason::Stopped => "stopped",
+            EndReason::MaxTurns => "max_turns",
+            EndReason::MaxOutputTokens => "max_output_tokens",
+            EndReason::MaxToolEvals => "max_tool_evals",
+            EndReason::WallClock => "wall_clock",
+            EndReason::ProviderError => "provider_error",
+        }
+    }
+}
+
+impl fmt::Display for EndReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The per-attempt budget, identical for solo and conditioned attempts (ARCHITECTURE.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Assistant turns (model calls) in one attempt.
+    pub max_turns: u32,
+    /// Output tokens summed over the attempt (the distillation turn is counted apart).
+    pub max_output_tokens: u64,
+    /// Tool calls that run the evaluator (compile, test, benchmark).
+    pub max_tool_evals: u32,
+    /// Wall-clock seconds for the whole attempt, evaluations and retries included.
+    pub max_wall_s: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            max_turns: 40,
+            max_output_tokens: 200_000,
+            max_tool_evals: 30,
+            max_wall_s: 3600,
+        }
+    }
+}
+
+impl Budget {
+    /// The budget as the agent reads it in its prompt.
+    pub fn describe(&self) -> String {
+        format!(
+            "You have at most {} turns, {} output tokens, {} evaluation tool calls (compile, test, benchmark) \
+             and {} minutes of wall-clock time. When a limit is reached the attempt ends and your best \
+             kernel measured correct by the harness is kept (else the last one you wrote).",
+            self.max_turns,
+            self.max_output_tokens,
+            self.max_tool_evals,
+            self.max_wall_s / 60
+        )
+    }
+}

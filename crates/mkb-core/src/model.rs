@@ -1,0 +1,431 @@
+//! The problem model: what `problem.toml` declares (tensors, shape sets, tolerances, baselines)
+//! and the enums every stage shares (DSL, family, dtype).
+
+use crate::shape::DimExpr;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// The two kernel DSLs a problem is posed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dsl {
+    Cute,
+    Tirx,
+}
+
+impl Dsl {
+    pub const ALL: [Dsl; 2] = [Dsl::Cute, Dsl::Tirx];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dsl::Cute => "cute",
+            Dsl::Tirx => "tirx",
+        }
+    }
+
+    /// Human name used in prompts and reports.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Dsl::Cute => "CuTe DSL",
+            Dsl::Tirx => "TIRx",
+        }
+    }
+
+    /// The other DSL: the target of a transfer from this one.
+    pub fn other(self) -> Dsl {
+        match self {
+            Dsl::Cute => Dsl::Tirx,
+            Dsl::Tirx => Dsl::Cute,
+        }
+    }
+}
+
+impl fmt::Display for Dsl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Dsl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "cute" | "cutedsl" | "cute-dsl" => Ok(Dsl::Cute),
+            "tirx" => Ok(Dsl::Tirx),
+            _ => Err(format!("unknown DSL {s:?} (expected cute or tirx)")),
+        }
+    }
+}
+
+/// The six problem families of SUITE.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Family {
+    A,
+    B,
+    C,
+    D,
+    E,
+    F,
+}
+
+impl Family {
+    pub fn from_letter(c: char) -> Option<Family> {
+        Some(match c {
+            'A' => Family::A,
+            'B' => Family::B,
+            'C' => Family::C,
+            'D' => Family::D,
+            'E' => Family::E,
+            'F' => Family::F,
+            _ => return None,
+        })
+    }
+    pub fn letter(self) -> char {
+        match self {
+            Family::A => 'A',
+            Family::B => 'B',
+            Family::C => 'C',
+            Family::D => 'D',
+            Family::E => 'E',
+            Family::F => 'F',
+        }
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            Family::A => "Elementwise and activation epilogues",
+            Family::B => "Normalization",
+            Family::C => "Reductions, softmax and losses",
+            Family::D => "GEMM with fused epilogues",
+            Family::E => "Attention building blocks",
+            Family::F => "MoE routing, quantization and data movement",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.letter())
+    }
+}
+
+/// Element types, spelled as torch spells them (`torch.bfloat16` -> `"bfloat16"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DType {
+    Bfloat16,
+    Float16,
+    Float32,
+    Float64,
+    Float8E4m3fn,
+    Int8,
+    Uint8,
+    Int32,
+    Int64,
+    Bool,
+}
+
+impl DType {
+    pub fn bytes(self) -> u64 {
+        match self {
+            DType::Float8E4m3fn | DType::Int8 | DType::Uint8 | DType::Bool => 1,
+            DType::Bfloat16 | DType::Float16 => 2,
+            DType::Float32 | DType::Int32 => 4,
+            DType::Float64 | DType::Int64 => 8,
+        }
+    }
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::Bfloat16
+                | DType::Float16
+                | DType::Float32
+                | DType::Float64
+                | DType::Float8E4m3fn
+        )
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DType::Bfloat16 => "bfloat16",
+            DType::Float16 => "float16",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+            DType::Float8E4m3fn => "float8_e4m3fn",
+            DType::Int8 => "int8",
+            DType::Uint8 => "uint8",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::Bool => "bool",
+        }
+    }
+    /// Default tolerance (atol is scaled by the reference's RMS; see ARCHITECTURE.md).
+    pub fn default_tolerance(self) -> Tolerance {
+        match self {
+            DType::Float64 => Tolerance {
+                atol: 1e-9,
+                rtol: 1e-9,
+            },
+            DType::Float32 => Tolerance {
+                atol: 1e-4,
+                rtol: 1e-4,
+            },
+            DType::Bfloat16 => Tolerance {
+                atol: 1e-2,
+                rtol: 2e-2,
+            },
+            DType::Float16 => Tolerance {
+                atol: 2e-3,
+                rtol: 4e-3,
+            },
+            DType::Float8E4m3fn => Tolerance {
+                atol: 6e-2,
+                rtol: 1.25e-1,
+            },
+            _ => Tolerance {
+                atol: 0.0,
+                rtol: 0.0,
+            },
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How input values are drawn. Every trial draws fresh values from a secret seed; `normal`
+/// and `uniform` also get a random per-trial offset and scale unless `jitter = false`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Distribution {
+    Normal {
+        #[serde(default)]
+        mean: f64,
+        #[serde(default = "one")]
+        std: f64,
+        #[serde(default = "yes")]
+        jitter: bool,
+    },
+    Uniform {
+        lo: f64,
+        hi: f64,
+        #[serde(default = "yes")]
+        jitter: bool,
+    },
+    /// Integers in [lo, hi).
+    Randint { lo: i64, hi: i64 },
+}
+
+fn one() -> f64 {
+    1.0
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for Distribution {
+    fn default() -> Self {
+        Distribution::Normal {
+            mean: 0.0,
+            std: 1.0,
+            jitter: true,
+        }
+    }
+}
+
+/// Output tolerance: |out - ref| <= atol * rms(ref) + rtol * |ref|, elementwise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    pub atol: f64,
+    pub rtol: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputDecl {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<DimExpr>,
+    #[serde(default)]
+    pub dist: Distribution,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputDecl {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<DimExpr>,
+    /// Overrides the dtype's default absolute tolerance (a multiple of the reference RMS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atol: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
+}
+
+impl OutputDecl {
+    pub fn tolerance(&self) -> Tolerance {
+        let d = self.dtype.default_tolerance();
+        Tolerance {
+            atol: self.atol.unwrap_or(d.atol),
+            rtol: self.rtol.unwrap_or(d.rtol),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShapeKind {
+    Benchmark,
+    Check,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeSet {
+    pub name: String,
+    pub kind: ShapeKind,
+    pub dims: BTreeMap<String, u64>,
+}
+
+/// A scalar parameter fixed per problem (eps, alpha, scale, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Param {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Param::Int(i) => write!(f, "{i}"),
+            Param::Float(x) => write!(f, "{x:?}"),
+            Param::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// `problem.toml` as written on disk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProblemFile {
+    pub id: String,
+    pub slug: String,
+    pub family: String,
+    pub title: String,
+    /// Functions in reference.py timed as eager PyTorch baselines; t_ref is the fastest.
+    pub eager: Vec<String>,
+    /// The eager formulation wrapped in torch.compile for the second baseline
+    /// (default: the first of `eager`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_baseline: Option<String>,
+    /// FLOPs of one call as a sum of products of dims (e.g. `2*M*N*K`), for compute-bound
+    /// problems; memory-bound ones leave it out and the size rule uses bytes moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flops: Option<String>,
+    #[serde(default)]
+    pub params: BTreeMap<String, Param>,
+    pub inputs: Vec<InputDecl>,
+    pub outputs: Vec<OutputDecl>,
+    pub shapes: Vec<ShapeSet>,
+}
+
+/// A loaded, validated problem with its folder and texts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Problem {
+    #[serde(flatten)]
+    pub file: ProblemFile,
+    pub family: Family,
+    pub dir: PathBuf,
+    pub statement: String,
+    pub reference: String,
+}
+
+impl Problem {
+    pub fn id(&self) -> &str {
+        &self.file.id
+    }
+    pub fn slug(&self) -> &str {
+        &self.file.slug
+    }
+    pub fn title(&self) -> &str {
+        &self.file.title
+    }
+    pub fn folder_name(&self) -> String {
+        format!("{}_{}", self.file.id, self.file.slug)
+    }
+    pub fn benchmark_shape(&self) -> &ShapeSet {
+        self.file
+            .shapes
+            .iter()
+            .find(|s| s.kind == ShapeKind::Benchmark)
+            .expect("validated: exactly one benchmark shape")
+    }
+    pub fn check_shapes(&self) -> impl Iterator<Item = &ShapeSet> {
+        self.file
+            .shapes
+            .iter()
+            .filter(|s| s.kind == ShapeKind::Check)
+    }
+    pub fn variant_dir(&self, dsl: Dsl) -> PathBuf {
+        self.dir.join(dsl.as_str())
+    }
+    pub fn starter_path(&self, dsl: Dsl) -> PathBuf {
+        self.variant_dir(dsl).join("starter.py")
+    }
+    pub fn solution_path(&self, dsl: Dsl) -> PathBuf {
+        self.variant_dir(dsl).join("solution.py")
+    }
+    pub fn has_solution(&self, dsl: Dsl) -> bool {
+        self.solution_path(dsl).is_file()
+    }
+
+    /// Bytes the benchmark shape must move at least once (every input read, every output written).
+    pub fn min_bytes(&self, shape: &ShapeSet) -> Result<u64, String> {
+        let mut total = 0u64;
+        for (shape_decl, dtype) in self
+            .file
+            .inputs
+            .iter()
+            .map(|i| (&i.shape, i.dtype))
+            .chain(self.file.outputs.iter().map(|o| (&o.shape, o.dtype)))
+        {
+            let mut n = dtype.bytes();
+            for d in shape_decl {
+                n = n
+                    .checked_mul(d.resolve(&shape.dims)?)
+                    .ok_or("size overflows")?;
+            }
+            total += n;
+        }
+        Ok(total)
+    }
+
+    /// Ideal time in microseconds of one call at `shape` on the H200, from the measured
+    /// ceilings in SUITE.md (copy 4.2 TB/s, bf16 GEMM 787 TFLOP/s).
+    pub fn ideal_us(&self, shape: &ShapeSet) -> Result<f64, String> {
+        let bytes = self.min_bytes(shape)? as f64;
+        let mem_us = bytes / H200_COPY_BYTES_PER_S * 1e6;
+        let flop_us = match &self.file.flops {
+            Some(expr) => {
+                crate::shape::eval_sum_of_products(expr, &shape.dims)? / H200_BF16_FLOPS * 1e6
+            }
+            None => 0.0,
+        };
+        Ok(mem_us.max(flop_us))
+    }
+}
+
+/// Measured H200 ceilings (SUITE.md): device copy bandwidth and bf16 GEMM rate.
+pub const H200_COPY_BYTES_PER_S: f64 = 4.2e12;
+pub const H200_BF16_FLOPS: f64 = 787e12;
+/// SUITE.md's size rule: the benchmark shape's ideal time must be at least this.
+pub const MIN_IDEAL_US: f64 = 40.0;

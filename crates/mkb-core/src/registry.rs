@@ -1,0 +1,718 @@
+//! The problem registry: finds `problems/<family>/<id>_<slug>/`, parses `problem.toml`,
+//! reads the texts and validates everything. Every error names the file and the field.
+
+use crate::model::{Dsl, Family, Problem, ProblemFile, ShapeKind, MIN_IDEAL_US};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A problem that failed to load: the file, the field (a dotted path into the TOML, or
+/// empty for whole-file problems) and what is wrong.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[error("{}: {}{}", path.display(), if field.is_empty() { String::new() } else { format!("field `{field}`: ") }, message)]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub field: String,
+    pub message: String,
+}
+
+impl LoadError {
+    fn new(path: &Path, field: impl Into<String>, message: impl Into<String>) -> Self {
+        LoadError {
+            path: path.to_path_buf(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// All problems under one root, sorted by id.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    pub root: PathBuf,
+    problems: Vec<Problem>,
+}
+
+impl Registry {
+    /// Load every problem under `root` (the `problems/` folder). Collects all errors instead
+    /// of stopping at the first, so one run of `mkb problems list` shows every broken file.
+    pub fn load(root: &Path) -> Result<Registry, Vec<LoadError>> {
+        let mut problems = Vec::new();
+        let mut errors = Vec::new();
+        let families = match fs::read_dir(root) {
+            Ok(rd) => rd,
+            Err(e) => {
+                return Err(vec![LoadError::new(
+                    root,
+                    "",
+                    format!("cannot read problems folder: {e}"),
+                )])
+            }
+        };
+        let mut fam_dirs: Vec<PathBuf> = families
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        fam_dirs.sort();
+        for fam_dir in fam_dirs {
+            let fam_name = fam_dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if fam_name.starts_with('.') || fam_name.starts_with('_') {
+                continue;
+            }
+            if fam_name.len() != 1
+                || Family::from_letter(fam_name.chars().next().unwrap_or(' ')).is_none()
+            {
+                errors.push(LoadError::new(
+                    &fam_dir,
+                    "",
+                    "a family folder must be one of A, B, C, D, E, F",
+                ));
+                continue;
+            }
+            let mut dirs: Vec<PathBuf> = match fs::read_dir(&fam_dir) {
+                Ok(rd) => rd
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.is_dir())
+                    .collect(),
+                Err(e) => {
+                    errors.push(LoadError::new(&fam_dir, "", format!("cannot read: {e}")));
+                    continue;
+                }
+            };
+            dirs.sort();
+            for dir in dirs {
+                if dir
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(['.', '_']))
+                {
+                    continue;
+                }
+                match load_problem(&dir) {
+                    Ok(p) => problems.push(p),
+                    Err(mut e) => errors.append(&mut e),
+                }
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for p in &problems {
+            if !seen.insert(p.id().to_string()) {
+                errors.push(LoadError::new(
+                    &p.dir.join("problem.toml"),
+                    "id",
+                    format!("duplicate problem id {}", p.id()),
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        problems.sort_by(|a, b| a.id().cmp(b.id()));
+        Ok(Registry {
+            root: root.to_path_buf(),
+            problems,
+        })
+    }
+
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// Find by id (`C01`), by slug (`softmax`) or by folder name (`C01_softmax`), case-insensitively.
+    pub fn get(&self, key: &str) -> Option<&Problem> {
+        let k = key.to_ascii_lowercase();
+        self.problems.iter().find(|p| {
+            p.id().to_ascii_lowercase() == k
+                || p.slug() == k
+                || p.folder_name().to_ascii_lowercase() == k
+        })
+    }
+
+    /// Resolve a selection: ids, slugs, or family letters (`A`) ; empty selects all.
+    pub fn select(&self, keys: &[String]) -> Result<Vec<&Problem>, String> {
+        if keys.is_empty() {
+            return Ok(self.problems.iter().collect());
+        }
+        let mut out: Vec<&Problem> = Vec::new();
+        for key in keys {
+            let fam = if key.len() == 1 {
+                key.chars()
+                    .next()
+                    .and_then(|c| Family::from_letter(c.to_ascii_uppercase()))
+            } else {
+                None
+            };
+            if let Some(f) = fam {
+                out.extend(self.problems.iter().filter(|p| p.family == f));
+            } else if let Some(p) = self.get(key) {
+                out.push(p);
+            } else {
+                return Err(format!(
+                    "no problem {key:?} (known: {})",
+                    self.problems
+                        .iter()
+                        .map(|p| p.id())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        out.sort_by(|a, b| a.id().cmp(b.id()));
+        out.dedup_by(|a, b| a.id() == b.id());
+        Ok(out)
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn read_text(path: &Path, errors: &mut Vec<LoadError>) -> Option<String> {
+    match fs::read_to_string(path) {
+        Ok(s) if s.trim().is_empty() => {
+            errors.push(LoadError::new(path, "", "file is empty"));
+            None
+        }
+        Ok(s) => Some(s),
+        Err(e) => {
+            errors.push(LoadError::new(
+                path,
+                "",
+                format!("missing or unreadable: {e}"),
+            ));
+            None
+        }
+    }
+}
+
+/// Does the Python source define a top-level function `name`?
+pub fn defines_function(src: &str, name: &str) -> bool {
+    let pat = format!("def {name}(");
+    src.lines().any(|l| l.starts_with(&pat))
+}
+
+/// Load and validate one problem folder.
+pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
+    let toml_path = dir.join("problem.toml");
+    let mut errors = Vec::new();
+    let text = match fs::read_to_string(&toml_path) {
+        Ok(t) => t,
+        Err(e) => {
+            return Err(vec![LoadError::new(
+                &toml_path,
+                "",
+                format!("missing or unreadable: {e}"),
+            )])
+        }
+    };
+    let file: ProblemFile = match toml::from_str(&text) {
+        Ok(f) => f,
+        Err(e) => {
+            let span = e.span().map(|s| {
+                let line = text[..s.start.min(text.len())].lines().count().max(1);
+                format!(" (line {line})")
+            });
+            return Err(vec![LoadError::new(
+                &toml_path,
+                "",
+                format!("{}{}", e.message(), span.unwrap_or_default()),
+            )]);
+        }
+    };
+    let err = |field: &str, msg: String| LoadError::new(&toml_path, field, msg);
+
+    // Identity: id, family, folder.
+    let id_ok = file.id.len() == 3
+        && file
+            .id
+            .chars()
+            .next()
+            .is_some_and(|c| Family::from_letter(c).is_some())
+        && file.id[1..].chars().all(|c| c.is_ascii_digit());
+    if !id_ok {
+        errors.push(err(
+            "id",
+            format!(
+                "{:?} must look like A01 (family letter A-F and two digits)",
+                file.id
+            ),
+        ));
+    }
+    let family = Family::from_letter(file.family.chars().next().unwrap_or(' '));
+    match family {
+        Some(f) if file.family.len() == 1 => {
+            if id_ok && !file.id.starts_with(f.letter()) {
+                errors.push(err(
+                    "family",
+                    format!("{:?} does not match the id {}", file.family, file.id),
+                ));
+            }
+        }
+        _ => errors.push(err(
+            "family",
+            format!("{:?} must be one of A, B, C, D, E, F", file.family),
+        )),
+    }
+    if file.slug.is_empty()
+        || !file
+            .slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+    {
+        errors.push(err(
+            "slug",
+            format!("{:?} must be lowercase letters, digits and _", file.slug),
+        ));
+    }
+    let expected_folder = format!("{}_{}", file.id, file.slug);
+    let folder = dir
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_string();
+    if folder != expected_folder {
+        errors.push(err(
+            "slug",
+            format!("folder is named {folder:?} but id and slug say {expected_folder:?}"),
+        ));
+    }
+    if let Some(parent) = dir.parent().and_then(|p| p.file_name()) {
+        if parent.to_string_lossy() != file.family {
+            errors.push(err(
+                "family",
+                format!(
+                    "problem lives under {:?}, not under its family folder {:?}",
+                    parent.to_string_lossy(),
+                    file.family
+                ),
+            ));
+        }
+    }
+    if file.title.trim().is_empty() {
+        errors.push(err("title", "must not be empty".into()));
+    }
+
+    // Tensors.
+    let mut names = BTreeSet::new();
+    let mut symbols = BTreeSet::new();
+    if file.inputs.is_empty() {
+        errors.push(err("inputs", "at least one input is required".into()));
+    }
+    if file.outputs.is_empty() {
+        errors.push(err("outputs", "at least one output is required".into()));
+    }
+    for (i, inp) in file.inputs.iter().enumerate() {
+        let f = format!("inputs[{i}]");
+        if !is_identifier(&inp.name) {
+            errors.push(err(
+                &format!("{f}.name"),
+                format!("{:?} is not a Python identifier", inp.name),
+            ));
+        }
+        if !names.insert(inp.name.clone()) {
+            errors.push(err(
+                &format!("{f}.name"),
+                format!("duplicate tensor name {:?}", inp.name),
+            ));
+        }
+        symbols.extend(
+            inp.shape
+                .iter()
+                .flat_map(|d| d.symbols().map(String::from).collect::<Vec<_>>()),
+        );
+        match &inp.dist {
+            crate::model::Distribution::Normal { std, .. } if !(*std > 0.0 && std.is_finite()) => {
+                errors.push(err(&format!("{f}.dist.std"), "must be positive".into()))
+            }
+            crate::model::Distribution::Uniform { lo, hi, .. } if lo.partial_cmp(hi) != Some(std::cmp::Ordering::Less) => errors.push(err(
+                &format!("{f}.dist"),
+                format!("uniform needs lo < hi, got [{lo}, {hi})"),
+            )),
+            crate::model::Distribution::Randint { lo, hi } if lo >= hi => errors.push(err(
+                &format!("{f}.dist"),
+                format!("randint needs lo < hi, got [{lo}, {hi})"),
+            )),
+            crate::model::Distribution::Randint { .. } if inp.dtype.is_float() => errors.push(err(
+                &format!("{f}.dist"),
+                "randint needs an integer dtype".into(),
+            )),
+            _ => {}
+        }
+    }
+    for (i, out) in file.outputs.iter().enumerate() {
+        let f = format!("outputs[{i}]");
+        if !is_identifier(&out.name) {
+            errors.push(err(
+                &format!("{f}.name"),
+                format!("{:?} is not a Python identifier", out.name),
+            ));
+        }
+        if !names.insert(out.name.clone()) {
+            errors.push(err(
+                &format!("{f}.name"),
+                format!("duplicate tensor name {:?}", out.name),
+            ));
+        }
+        symbols.extend(
+            out.shape
+                .iter()
+                .flat_map(|d| d.symbols().map(String::from).collect::<Vec<_>>()),
+        );
+        for (k, v) in [("atol", out.atol), ("rtol", out.rtol)] {
+            if let Some(v) = v {
+                if !(v >= 0.0 && v.is_finite()) {
+                    errors.push(err(
+                        &format!("{f}.{k}"),
+                        format!("must be a finite number >= 0, got {v}"),
+                    ));
+                }
+            }
+        }
+    }
+    for name in file.params.keys() {
+        if !is_identifier(name) {
+            errors.push(err(
+                &format!("params.{name}"),
+                "parameter names must be Python identifiers".into(),
+            ));
+        }
+        if names.contains(name) {
+            errors.push(err(
+                &format!("params.{name}"),
+                "collides with a tensor name".into(),
+            ));
+        }
+    }
+
+    // Shape sets.
+    let mut shape_names = BTreeSet::new();
+    let n_bench = file
+        .shapes
+        .iter()
+        .filter(|s| s.kind == ShapeKind::Benchmark)
+        .count();
+    let n_check = file
+        .shapes
+        .iter()
+        .filter(|s| s.kind == ShapeKind::Check)
+        .count();
+    if n_bench != 1 {
+        errors.push(err(
+            "shapes",
+            format!("exactly one shape set of kind \"benchmark\" is required, found {n_bench}"),
+        ));
+    }
+    if n_check < 2 {
+        errors.push(err(
+            "shapes",
+            format!("at least two shape sets of kind \"check\" are required, found {n_check}"),
+        ));
+    }
+    let mut has_ragged = false;
+    for (i, s) in file.shapes.iter().enumerate() {
+        let f = format!("shapes[{i}]");
+        if !shape_names.insert(s.name.clone()) {
+            errors.push(err(
+                &format!("{f}.name"),
+                format!("duplicate shape set name {:?}", s.name),
+            ));
+        }
+        for sym in &symbols {
+            if !s.dims.contains_key(sym) {
+                errors.push(err(
+                    &format!("{f}.dims"),
+                    format!(
+                        "dimension {sym} is used by a tensor but not bound in shape set {:?}",
+                        s.name
+                    ),
+                ));
+            }
+        }
+        for (k, v) in &s.dims {
+            if !symbols.contains(k) {
+                errors.push(err(
+                    &format!("{f}.dims.{k}"),
+                    format!("no tensor uses dimension {k}"),
+                ));
+            }
+            if *v == 0 {
+                errors.push(err(&format!("{f}.dims.{k}"), "must be positive".into()));
+            }
+        }
+        // Every tensor must resolve (exact divisions) under this set.
+        let all_shapes = file
+            .inputs
+            .iter()
+            .map(|t| (&t.name, &t.shape))
+            .chain(file.outputs.iter().map(|t| (&t.name, &t.shape)));
+        let mut resolved_ok = true;
+        let mut resolved_dims: Vec<u64> = Vec::new();
+        for (name, shape) in all_shapes {
+            for d in shape {
+                match d.resolve(&s.dims) {
+                    Ok(v) => resolved_dims.push(v),
+                    Err(e)
+                        if s.dims.keys().all(|k| symbols.contains(k))
+                            && d.symbols().all(|x| s.dims.contains_key(x)) =>
+                    {
+                        resolved_ok = false;
+                        errors.push(err(&format!("{f}.dims"), format!("tensor {name}: {e}")));
+                    }
+                    Err(_) => resolved_ok = false,
+                }
+            }
+        }
+        if resolved_ok && s.kind == ShapeKind::Check && resolved_dims.iter().any(|v| v % 64 != 0) {
+            has_ragged = true;
+        }
+    }
+    if n_check >= 2 && !has_ragged && errors.is_empty() {
+        errors.push(err(
+            "shapes",
+            "one check shape set must be ragged: some dimension not a multiple of 64".into(),
+        ));
+    }
+
+    // Texts.
+    let statement = read_text(&dir.join("statement.md"), &mut errors).unwrap_or_default();
+    let ref_path = dir.join("reference.py");
+    let reference = read_text(&ref_path, &mut errors).unwrap_or_default();
+    if !reference.is_empty() {
+        if !defines_function(&reference, "reference") {
+            errors.push(LoadError::new(
+                &ref_path,
+                "reference",
+                "reference.py must define `def reference(...)` (destination-passing)",
+            ));
+        }
+        if file.eager.is_empty() {
+            errors.push(err(
+                "eager",
+                "list at least one eager formulation defined in reference.py".into(),
+            ));
+        }
+        for (i, e) in file.eager.iter().enumerate() {
+            if !defines_function(&reference, e) {
+                errors.push(err(
+                    &format!("eager[{i}]"),
+                    format!("reference.py defines no top-level function {e:?}"),
+                ));
+            }
+        }
+        if let Some(c) = &file.compile_baseline {
+            if !file.eager.contains(c) {
+                errors.push(err(
+                    "compile_baseline",
+                    format!("{c:?} is not one of `eager`"),
+                ));
+            }
+        }
+    }
+    for dsl in Dsl::ALL {
+        let starter = dir.join(dsl.as_str()).join("starter.py");
+        if let Some(src) = read_text(&starter, &mut errors) {
+            if !defines_function(&src, "build") {
+                errors.push(LoadError::new(
+                    &starter,
+                    "build",
+                    "the starter must define the entry point `def build(spec)`",
+                ));
+            }
+        }
+        let sol = dir.join(dsl.as_str()).join("solution.py");
+        if sol.exists() {
+            if let Some(src) = read_text(&sol, &mut errors) {
+                if !defines_function(&src, "build") {
+                    errors.push(LoadError::new(
+                        &sol,
+                        "build",
+                        "the solution must define the entry point `def build(spec)`",
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(flops) = &file.flops {
+        if let Some(b) = file.shapes.iter().find(|s| s.kind == ShapeKind::Benchmark) {
+            if let Err(e) = crate::shape::eval_sum_of_products(flops, &b.dims) {
+                errors.push(err("flops", e));
+            }
+        }
+    }
+
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let problem = Problem {
+        family: family.expect("checked"),
+        dir: dir.to_path_buf(),
+        statement,
+        reference,
+        file,
+    };
+    // SUITE.md's size rule on the benchmark shape.
+    match problem.ideal_us(problem.benchmark_shape()) {
+        Ok(us) if us < MIN_IDEAL_US => {
+            return Err(vec![err(
+                "shapes",
+                format!("the benchmark shape's ideal time is {us:.1} us, under the {MIN_IDEAL_US} us floor of SUITE.md's size rule: enlarge it"),
+            )])
+        }
+        Ok(_) => {}
+        Err(e) => return Err(vec![err("shapes", e)]),
+    }
+    Ok(problem)
+}
+
+/// Dims of a shape set as Python literal `{"T": 16384, ...}` (prompts and docs).
+pub fn dims_literal(dims: &BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = dims.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    const GOOD: &str = r#"
+id = "A01"
+slug = "bias_gelu"
+family = "A"
+title = "Bias + GELU"
+eager = ["gelu_add"]
+
+[[inputs]]
+name = "x"
+dtype = "bfloat16"
+shape = ["T", "H"]
+
+[[inputs]]
+name = "b"
+dtype = "bfloat16"
+shape = ["H"]
+
+[[outputs]]
+name = "y"
+dtype = "bfloat16"
+shape = ["T", "H"]
+
+[[shapes]]
+name = "benchmark"
+kind = "benchmark"
+dims = { T = 16384, H = 14336 }
+
+[[shapes]]
+name = "small"
+kind = "check"
+dims = { T = 128, H = 256 }
+
+[[shapes]]
+name = "ragged"
+kind = "check"
+dims = { T = 333, H = 1000 }
+"#;
+
+    fn write_problem(root: &Path, toml_text: &str) -> PathBuf {
+        let dir = root.join("A").join("A01_bias_gelu");
+        fs::create_dir_all(dir.join("cute")).unwrap();
+        fs::create_dir_all(dir.join("tirx")).unwrap();
+        fs::write(dir.join("problem.toml"), toml_text).unwrap();
+        fs::write(dir.join("statement.md"), "Compute gelu(x + b).").unwrap();
+        fs::write(
+            dir.join("reference.py"),
+            "def reference(x, b, y):\n    pass\n\ndef gelu_add(x, b):\n    pass\n",
+        )
+        .unwrap();
+        for d in ["cute", "tirx"] {
+            fs::write(
+                dir.join(d).join("starter.py"),
+                "def build(spec):\n    pass\n",
+            )
+            .unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn loads_a_good_problem() {
+        let tmp = tempfile::tempdir().unwrap();
+        write_problem(tmp.path(), GOOD);
+        let reg = Registry::load(tmp.path()).unwrap();
+        let p = reg.get("a01").unwrap();
+        assert_eq!(p.slug(), "bias_gelu");
+        assert_eq!(p.check_shapes().count(), 2);
+        assert!(reg.get("bias_gelu").is_some());
+        assert_eq!(reg.select(&["A".into()]).unwrap().len(), 1);
+        assert!(reg.select(&["Z99".into()]).is_err());
+    }
+
+    fn errors_for(toml_text: &str) -> Vec<LoadError> {
+        let tmp = tempfile::tempdir().unwrap();
+        write_problem(tmp.path(), toml_text);
+        Registry::load(tmp.path()).expect_err("must fail")
+    }
+
+    #[test]
+    fn names_file_and_field() {
+        let errs = errors_for(&GOOD.replace(
+            "dtype = \"bfloat16\"\nshape = [\"H\"]",
+            "dtype = \"bf17\"\nshape = [\"H\"]",
+        ));
+        let msg = errs[0].to_string();
+        assert!(
+            msg.contains("problem.toml") && msg.contains("bf17"),
+            "{msg}"
+        );
+
+        let errs = errors_for(&GOOD.replace("dims = { T = 128, H = 256 }", "dims = { T = 4 }"));
+        assert!(
+            errs.iter()
+                .any(|e| e.field == "shapes[1].dims" && e.message.contains("dimension H")),
+            "{errs:?}"
+        );
+
+        let errs = errors_for(&GOOD.replace("eager = [\"gelu_add\"]", "eager = [\"nope\"]"));
+        assert!(errs.iter().any(|e| e.field == "eager[0]"), "{errs:?}");
+
+        let errs = errors_for(&GOOD.replace(
+            "dims = { T = 333, H = 1000 }",
+            "dims = { T = 64, H = 1024 }",
+        ));
+        assert!(
+            errs.iter().any(|e| e.message.contains("ragged")),
+            "{errs:?}"
+        );
+
+        let errs = errors_for(&GOOD.replace("T = 16384, H = 14336", "T = 16, H = 64"));
+        assert!(
+            errs.iter().any(|e| e.message.contains("size rule")),
+            "{errs:?}"
+        );
+
+        let errs =
+            errors_for(&GOOD.replace("slug = \"bias_gelu\"", "slug = \"bias_gelu\"\ncolour = 3"));
+        assert!(errs[0].message.contains("colour"), "{errs:?}");
+
+        let errs = errors_for(&GOOD.replace("id = \"A01\"", "id = \"A1\""));
+        assert!(errs.iter().any(|e| e.field == "id"), "{errs:?}");
+    }
+
+    #[test]
+    fn missing_starter_is_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = write_problem(tmp.path(), GOOD);
+        fs::remove_file(dir.join("tirx").join("starter.py")).unwrap();
+        let errs = Registry::load(tmp.path()).unwrap_err();
+        assert!(
+            errs.iter().any(|e| e.path.ends_with("tirx/starter.py")),
+            "{errs:?}"
+        );
+    }
+}

@@ -1,0 +1,391 @@
+//! One Python judge process (`python -m mkb_eval.judge`): spawned with a scrubbed environment,
+//! spoken to over JSON lines on stdin/stdout, supervised with deadlines. A judge that dies or
+//! stops answering is killed and reported; it never takes `mkb` down with it.
+
+use crate::protocol::{parse_line, trim, EvalRequest, EvalResponse, Hello, Incoming};
+use mkb_core::PROTOCOL_VERSION;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use thiserror::Error;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// How to start a judge.
+#[derive(Debug, Clone)]
+pub struct JudgeSpec {
+    /// The Python interpreter (with torch; the DSLs may come from PYTHONPATH).
+    pub python: PathBuf,
+    /// The repository root: `<root>/python` goes on PYTHONPATH.
+    pub root: PathBuf,
+    /// `Some(i)`: the judge sees GPU i only. `None`: the judge sees no GPU (compile-only).
+    pub gpu: Option<u32>,
+    /// Where the judge's stderr is appended (None: kept in memory only).
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Error)]
+pub enum JudgeError {
+    #[error("could not start the judge ({python}): {source}")]
+    Spawn {
+        python: String,
+        source: std::io::Error,
+    },
+    #[error("the judge died: {stderr_tail}")]
+    Died { stderr_tail: String },
+    #[error("the judge did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    #[error("the judge rejected the request: {0}")]
+    Rejected(String),
+}
+
+/// Environment variables a judge may inherit. Anything that looks like a credential is
+/// dropped even when listed (API keys must never reach candidate processes).
+const ENV_ALLOW: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "LD_LIBRARY_PATH",
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "CUTE_DSL_ARCH",
+    "CUTE_DSL_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "TRITON_CACHE_DIR",
+    "XDG_CACHE_HOME",
+    "VIRTUAL_ENV",
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES",
+];
+
+pub fn looks_secret(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+    ]
+    .iter()
+    .any(|p| n.contains(p))
+}
+
+/// The environment a judge gets: allow-listed variables, `MKB_EVAL_*` tuning knobs, and a
+/// PYTHONPATH with the evaluator package first.
+pub fn judge_env(spec: &JudgeSpec) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| {
+            (ENV_ALLOW.contains(&k.as_str()) || k.starts_with("MKB_EVAL_")) && !looks_secret(k)
+        })
+        .collect();
+    let mut pp = vec![spec.root.join("python").to_string_lossy().to_string()];
+    if let Ok(existing) = std::env::var("PYTHONPATH") {
+        pp.extend(
+            existing
+                .split(':')
+                .filter(|s| !s.is_empty())
+                .map(String::from),
+        );
+    }
+    env.push(("PYTHONPATH".into(), pp.join(":")));
+    env.push(("PYTHONUNBUFFERED".into(), "1".into()));
+    env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    match spec.gpu {
+        Some(i) => env.push(("CUDA_VISIBLE_DEVICES".into(), i.to_string())),
+        None => {
+            env.push(("CUDA_VISIBLE_DEVICES".into(), String::new()));
+            if !env.iter().any(|(k, _)| k == "CUTE_DSL_ARCH") {
+                env.push(("CUTE_DSL_ARCH".into(), "sm_90a".into()));
+            }
+        }
+    }
+    env
+}
+
+/// A running judge.
+pub struct Judge {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    stderr_tail: Arc<Mutex<VecDeque<String>>>,
+    next_id: u64,
+    pub hello: Hello,
+    pub spec: JudgeSpec,
+}
+
+const STDERR_TAIL_LINES: usize = 60;
+
+impl Judge {
+    /// Start a judge and say hello (which waits for torch and the DSLs to import).
+    pub async fn start(spec: &JudgeSpec, hello_timeout: Duration) -> Result<Judge, JudgeError> {
+        let mut cmd = Command::new(&spec.python);
+        cmd.arg("-m")
+            .arg("mkb_eval.judge")
+            .current_dir(&spec.root)
+            .env_clear()
+            .envs(judge_env(spec));
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        // Its own process group, so a kill reaches the runners it spawned.
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|e| JudgeError::Spawn {
+            python: spec.python.display().to_string(),
+            source: e,
+        })?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        spawn_stderr_drain(stderr, tail.clone(), spec.log_file.clone());
+        let mut judge = Judge {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            stderr_tail: tail,
+            next_id: 0,
+            hello: Hello {
+                pid: 0,
+                python: String::new(),
+                torch: None,
+                cuda: None,
+                gpu: None,
+                can_run: false,
+                dsls: Default::default(),
+            },
+            spec: spec.clone(),
+        };
+        let body = judge
+            .request(
+                serde_json::json!({"op": "hello"}),
+                hello_timeout,
+                &mut |_| {},
+            )
+            .await?;
+        judge.hello = serde_json::from_value(body)
+            .map_err(|e| JudgeError::Protocol(format!("bad hello: {e}")))?;
+        tracing::debug!(pid = judge.hello.pid, gpu = ?judge.hello.gpu, "judge ready");
+        Ok(judge)
+    }
+
+    fn stderr_tail(&self) -> String {
+        let t = self
+            .stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default();
+        trim(&t, 4000)
+    }
+
+    /// Send one request and wait for its response, passing progress events to `on_event`.
+    pub async fn request(
+        &mut self,
+        mut body: serde_json::Value,
+        timeout: Duration,
+        on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+    ) -> Result<serde_json::Value, JudgeError> {
+        self.next_id += 1;
+        let id = format!("r{}", self.next_id);
+        body["v"] = PROTOCOL_VERSION.into();
+        body["id"] = id.clone().into();
+        self.send_and_wait(body, &id, timeout, on_event).await
+    }
+
+    async fn send_and_wait(
+        &mut self,
+        body: serde_json::Value,
+        id: &str,
+        timeout: Duration,
+        on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+    ) -> Result<serde_json::Value, JudgeError> {
+        let mut line =
+            serde_json::to_string(&body).map_err(|e| JudgeError::Protocol(e.to_string()))?;
+        line.push('\n');
+        if let Err(e) = self.stdin.write_all(line.as_bytes()).await {
+            return Err(self.died(format!("write failed: {e}")).await);
+        }
+        let _ = self.stdin.flush().await;
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.lines.next_line()).await;
+            match next {
+                Err(_) => {
+                    self.kill().await;
+                    return Err(JudgeError::Timeout(timeout));
+                }
+                Ok(Err(e)) => return Err(self.died(format!("read failed: {e}")).await),
+                Ok(Ok(None)) => return Err(self.died("the judge closed its output".into()).await),
+                Ok(Ok(Some(text))) => match parse_line(&text) {
+                    Ok(Incoming::Event { id: eid, body }) if eid == id => on_event(&body),
+                    Ok(Incoming::Event { .. }) => {}
+                    Ok(Incoming::Response { id: rid, ok, body }) if rid == id => {
+                        if ok {
+                            return Ok(body);
+                        }
+                        let err = body
+                            .get("error")
+                            .and_then(|e| e.as_str())
+                            .unwrap_or("no error message")
+                            .to_string();
+                        return Err(JudgeError::Rejected(err));
+                    }
+                    Ok(Incoming::Response { id: rid, .. }) => {
+                        tracing::warn!(
+                            expected = id,
+                            got = rid,
+                            "judge answered another request id; ignored"
+                        );
+                    }
+                    Err(e) => {
+                        self.kill().await;
+                        return Err(JudgeError::Protocol(e));
+                    }
+                },
+            }
+        }
+    }
+
+    async fn died(&mut self, what: String) -> JudgeError {
+        // Give stderr a moment to drain so the tail holds the traceback.
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.child.wait()).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        JudgeError::Died {
+            stderr_tail: format!("{what}\n{}", self.stderr_tail()),
+        }
+    }
+
+    /// Evaluate a group of candidates.
+    pub async fn evaluate(
+        &mut self,
+        req: &EvalRequest,
+        seed: u64,
+        on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+    ) -> Result<EvalResponse, JudgeError> {
+        self.next_id += 1;
+        let id = format!("r{}", self.next_id);
+        let wire = req.to_wire(&id, seed);
+        // Each candidate may take its total budget; baselines (torch.compile) and the floor add some.
+        let secs = req.limits.total_s * req.candidates.len().max(1) as f64 + 900.0;
+        let body = self
+            .send_and_wait(wire, &id, Duration::from_secs_f64(secs), on_event)
+            .await?;
+        serde_json::from_value(body)
+            .map_err(|e| JudgeError::Protocol(format!("bad evaluate response: {e}")))
+    }
+
+    /// Ask the judge to exit; kill it if it does not within a few seconds.
+    pub async fn shutdown(mut self) {
+        let _ = self
+            .request(
+                serde_json::json!({"op": "shutdown"}),
+                Duration::from_secs(5),
+                &mut |_| {},
+            )
+            .await;
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait())
+            .await
+            .is_err()
+        {
+            self.kill().await;
+        }
+    }
+
+    async fn kill(&mut self) {
+        if let Some(pid) = self.child.id() {
+            // Kill the whole process group (the judge and its runners).
+            let _ = std::process::Command::new("kill")
+                .arg("-KILL")
+                .arg(format!("-{pid}"))
+                .status();
+        }
+        let _ = self.child.kill().await;
+    }
+}
+
+fn spawn_stderr_drain(
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    log: Option<PathBuf>,
+) {
+    tokio::spawn(async move {
+        let mut file = match &log {
+            Some(p) => open_append(p).await,
+            None => None,
+        };
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(f) = file.as_mut() {
+                let _ = f.write_all(format!("{line}\n").as_bytes()).await;
+            }
+            tracing::trace!(target: "judge", "{line}");
+            if let Ok(mut t) = tail.lock() {
+                if t.len() >= STDERR_TAIL_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        }
+    });
+}
+
+async fn open_append(p: &Path) -> Option<tokio::fs::File> {
+    if let Some(d) = p.parent() {
+        let _ = tokio::fs::create_dir_all(d).await;
+    }
+    tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(p)
+        .await
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_pass_the_allowlist() {
+        assert!(looks_secret("OPENAI_API_KEY"));
+        assert!(looks_secret("HF_TOKEN"));
+        assert!(looks_secret("ANTHROPIC_AUTH"));
+        assert!(!looks_secret("PATH"));
+        assert!(!looks_secret("CUDA_VISIBLE_DEVICES"));
+    }
+
+    #[test]
+    fn env_is_scrubbed() {
+        std::env::set_var("MKB_TEST_PLANTED_API_KEY", "sk-planted-should-not-leak");
+        std::env::set_var("MKB_EVAL_SOMETHING", "1");
+        let spec = JudgeSpec {
+            python: "python3".into(),
+            root: "/repo".into(),
+            gpu: None,
+            log_file: None,
+        };
+        let env = judge_env(&spec);
+        assert!(
+            env.iter()
+                .all(|(k, v)| !k.contains("PLANTED") && !v.contains("sk-planted")),
+            "{env:?}"
+        );
+        assert!(env
+            .iter()
+            .any(|(k, v)| k == "PYTHONPATH" && v.starts_with("/repo/python")));
+        assert!(env
+            .iter()
+            .any(|(k, v)| k == "CUDA_VISIBLE_DEVICES" && v.is_empty()));
+        assert!(env.iter().any(|(k, _)| k == "MKB_EVAL_SOMETHING"));
+    }
+}

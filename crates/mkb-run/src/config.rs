@@ -1,0 +1,371 @@
+//! Experiment configuration (TOML): models and their providers, problems or families,
+//! directions, runs per cell, budgets, controls, concurrency and GPUs. Errors name the file
+//! and the field.
+
+use anyhow::{anyhow, bail, Result};
+use mkb_agent::ProviderConfig;
+use mkb_core::{Budget, Direction, Dsl};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// The run's name: its folder is `<runs_dir>/<name>`.
+    pub name: String,
+    /// Problem ids, slugs or family letters; empty means every problem.
+    #[serde(default)]
+    pub problems: Vec<String>,
+    /// Transfer directions, "cute->tirx" and/or "tirx->cute".
+    #[serde(default = "both_directions")]
+    pub directions: Vec<String>,
+    /// Runs per (model, problem, condition) cell.
+    #[serde(default = "one")]
+    pub runs: u32,
+    /// Attempts in flight at once.
+    #[serde(default = "four")]
+    pub concurrency: usize,
+    /// The per-attempt budget, the same for every condition.
+    #[serde(default)]
+    pub budget: Budget,
+    #[serde(default)]
+    pub controls: Controls,
+    #[serde(default)]
+    pub skill: SkillConfig,
+    #[serde(default)]
+    pub eval: EvalConfig,
+    pub models: Vec<ModelConfig>,
+    /// Fingerprint of the config as written (before paths are resolved), set by `load`.
+    #[serde(skip)]
+    pub written_fingerprint: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Controls {
+    /// A placebo attempt: the same model's skill for a different problem, same source DSL.
+    #[serde(default = "yes")]
+    pub placebo: bool,
+    /// A second solo attempt: the run-to-run noise of the solo condition.
+    #[serde(default = "yes")]
+    pub repeat_solo: bool,
+}
+
+impl Default for Controls {
+    fn default() -> Self {
+        Controls {
+            placebo: true,
+            repeat_solo: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillConfig {
+    /// Hard cap on a skill's length in characters.
+    #[serde(default = "max_chars")]
+    pub max_chars: usize,
+}
+
+impl Default for SkillConfig {
+    fn default() -> Self {
+        SkillConfig {
+            max_chars: max_chars(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    /// "auto", "none" or a list like "0,1".
+    #[serde(default = "auto")]
+    pub gpus: String,
+    /// GPU-less evaluator processes for compile-only work.
+    #[serde(default = "two")]
+    pub cpu_workers: usize,
+    /// Mode of the final evaluation: "auto" (full with a GPU, else compile), "compile", "full".
+    #[serde(default = "auto")]
+    pub final_mode: String,
+    /// Longest evaluator log an agent reads back from one tool call.
+    #[serde(default = "max_log")]
+    pub max_log_chars: usize,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig {
+            gpus: auto(),
+            cpu_workers: two(),
+            final_mode: auto(),
+            max_log_chars: max_log(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The name results are reported under (and the replay/record folder name).
+    pub label: String,
+    pub provider: ProviderConfig,
+}
+
+fn both_directions() -> Vec<String> {
+    vec!["cute->tirx".into(), "tirx->cute".into()]
+}
+fn one() -> u32 {
+    1
+}
+fn two() -> usize {
+    2
+}
+fn four() -> usize {
+    4
+}
+fn yes() -> bool {
+    true
+}
+fn auto() -> String {
+    "auto".into()
+}
+fn max_chars() -> usize {
+    mkb_agent::skill::DEFAULT_MAX_CHARS
+}
+fn max_log() -> usize {
+    4000
+}
+
+pub fn parse_direction(s: &str) -> Result<Direction, String> {
+    let (a, b) = s
+        .split_once("->")
+        .ok_or_else(|| format!("{s:?} is not a direction like \"cute->tirx\""))?;
+    let source: Dsl = a.trim().parse()?;
+    let target: Dsl = b.trim().parse()?;
+    if source == target {
+        return Err(format!("{s:?}: source and target must differ"));
+    }
+    Ok(Direction { source, target })
+}
+
+impl ExperimentConfig {
+    /// Read and validate a config file; relative provider folders (replay `dir`, `record_dir`)
+    /// are resolved against the config file's folder.
+    pub fn load(path: &Path) -> Result<ExperimentConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+        let mut cfg: ExperimentConfig = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| {
+                    format!(
+                        " (line {})",
+                        text[..s.start.min(text.len())].lines().count().max(1)
+                    )
+                })
+                .unwrap_or_default();
+            anyhow!("{}: {}{line}", path.display(), e.message())
+        })?;
+        cfg.written_fingerprint = Some(cfg.fingerprint());
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        for m in &mut cfg.models {
+            for p in [&mut m.provider.dir, &mut m.provider.record_dir]
+                .into_iter()
+                .flatten()
+            {
+                if p.is_relative() {
+                    *p = base.join(&*p);
+                }
+            }
+        }
+        cfg.validate()
+            .map_err(|(field, msg)| anyhow!("{}: field `{field}`: {msg}", path.display()))?;
+        Ok(cfg)
+    }
+
+    /// Semantic checks; the error is (field, message).
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let err = |f: &str, m: String| Err((f.to_string(), m));
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            || self.name.starts_with('.')
+        {
+            return err(
+                "name",
+                format!("{:?}: use letters, digits, '-', '_' and '.'", self.name),
+            );
+        }
+        if self.directions.is_empty() {
+            return err("directions", "list at least one direction".into());
+        }
+        for (i, d) in self.directions.iter().enumerate() {
+            if let Err(e) = parse_direction(d) {
+                return err(&format!("directions[{i}]"), e);
+            }
+        }
+        if self.runs == 0 {
+            return err("runs", "must be at least 1".into());
+        }
+        if self.concurrency == 0 {
+            return err("concurrency", "must be at least 1".into());
+        }
+        let b = &self.budget;
+        if b.max_turns == 0
+            || b.max_output_tokens == 0
+            || b.max_tool_evals == 0
+            || b.max_wall_s == 0
+        {
+            return err("budget", "every limit must be positive".into());
+        }
+        if self.skill.max_chars < 200 {
+            return err("skill.max_chars", "must be at least 200".into());
+        }
+        if !["auto", "compile", "full"].contains(&self.eval.final_mode.as_str()) {
+            return err(
+                "eval.final_mode",
+                format!("{:?}: expected auto, compile or full", self.eval.final_mode),
+            );
+        }
+        if self.models.is_empty() {
+            return err("models", "list at least one [[models]] entry".into());
+        }
+        let mut labels = std::collections::BTreeSet::new();
+        for (i, m) in self.models.iter().enumerate() {
+            if m.label.is_empty() {
+                return err(&format!("models[{i}].label"), "must not be empty".into());
+            }
+            if !labels.insert(&m.label) {
+                return err(
+                    &format!("models[{i}].label"),
+                    format!("duplicate label {:?}", m.label),
+                );
+            }
+            if let Err(e) = m.provider.validate() {
+                return err(&format!("models[{i}].provider"), e.to_string());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn directions(&self) -> Vec<Direction> {
+        self.directions
+            .iter()
+            .filter_map(|d| parse_direction(d).ok())
+            .collect()
+    }
+
+    /// DSLs that need solo attempts: every source (for skills) and every target (baseline).
+    pub fn solo_dsls(&self) -> Vec<Dsl> {
+        let mut v: Vec<Dsl> = self
+            .directions()
+            .iter()
+            .flat_map(|d| [d.source, d.target])
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// A stable fingerprint of what the run computes (a resumed run must match it): that of
+    /// the config as written when it was loaded from a file, so the checkout's location does
+    /// not matter.
+    pub fn fingerprint(&self) -> String {
+        if let Some(fp) = &self.written_fingerprint {
+            return fp.clone();
+        }
+        use sha2::{Digest, Sha256};
+        let json = serde_json::to_string(self).unwrap_or_default();
+        hex::encode(Sha256::digest(json.as_bytes()))
+    }
+
+    pub fn run_dir(&self, runs_dir: &Path) -> PathBuf {
+        runs_dir.join(&self.name)
+    }
+}
+
+/// Refuse a config whose fingerprint differs from the one the run started with.
+pub fn check_fingerprint(stored: Option<&str>, cfg: &ExperimentConfig) -> Result<()> {
+    match stored {
+        Some(fp) if fp != cfg.fingerprint() => bail!(
+            "run {:?} was started with a different configuration; resume it with the same config file, or give the new config another name",
+            cfg.name
+        ),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let p = dir.join("exp.toml");
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const GOOD: &str = r#"
+name = "demo"
+problems = ["A01"]
+
+[[models]]
+label = "replay-demo"
+[models.provider]
+kind = "replay"
+dir = "replay"
+"#;
+
+    #[test]
+    fn loads_with_defaults_and_resolves_paths() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
+        assert_eq!(cfg.runs, 1);
+        assert_eq!(cfg.directions().len(), 2);
+        assert_eq!(cfg.solo_dsls(), vec![Dsl::Cute, Dsl::Tirx]);
+        assert!(cfg.controls.placebo && cfg.controls.repeat_solo);
+        assert_eq!(
+            cfg.models[0].provider.dir.as_deref(),
+            Some(tmp.path().join("replay").as_path())
+        );
+        assert_eq!(cfg.fingerprint(), cfg.clone().fingerprint());
+    }
+
+    #[test]
+    fn errors_name_file_and_field() {
+        let tmp = tempfile::tempdir().unwrap();
+        let e = ExperimentConfig::load(&write(tmp.path(), &GOOD.replace("problems", "problemz")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("exp.toml") && e.contains("problemz"), "{e}");
+        let e = ExperimentConfig::load(&write(
+            tmp.path(),
+            &format!("directions = [\"cute->cute\"]\n{GOOD}"),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("directions[0]"), "{e}");
+        let e = ExperimentConfig::load(&write(tmp.path(), &format!("runs = 0\n{GOOD}")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`runs`"), "{e}");
+        let e = ExperimentConfig::load(&write(tmp.path(), "name = \"x\"\nmodels = []\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`models`"), "{e}");
+    }
+
+    #[test]
+    fn fingerprint_guards_resume() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
+        assert!(check_fingerprint(Some(&cfg.fingerprint()), &cfg).is_ok());
+        let mut other = cfg.clone();
+        other.runs = 2;
+        other.written_fingerprint = None;
+        assert!(check_fingerprint(Some(&cfg.fingerprint()), &other).is_err());
+        assert!(check_fingerprint(None, &other).is_ok());
+    }
+}

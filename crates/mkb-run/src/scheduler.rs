@@ -1,0 +1,712 @@
+//! The experiment scheduler behind `mkb run`: plans every unit of the protocol (solo attempts
+//! with their distillation, repeat-solo controls, skill-conditioned and placebo attempts, final
+//! evaluations), runs what the store does not hold yet with many attempts in flight, and
+//! reports what it could not do. Re-running the same command resumes: finished units are
+//! skipped, a unit that was in flight when the process died is redone from scratch.
+
+use crate::config::ExperimentConfig;
+use crate::store::{
+    write_atomic, AttemptRecord, FinalEvalRecord, SkillRecord, Store, ToolEvalRecord,
+};
+use anyhow::{anyhow, Context as _, Result};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mkb_agent::provider::ConversationKey;
+use mkb_agent::skill::skill_slot;
+use mkb_agent::{run_attempt, AttemptError, AttemptSpec, Provider};
+use mkb_core::prompt::{read_brief, variant_prompt};
+use mkb_core::{Condition, Dsl, EvalMode, EvalReport, Problem, Registry, Verdict};
+use mkb_eval::{Candidate, EvalPool, EvalRequest, GpuSelection, Limits, PoolConfig, TimingOptions};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, Semaphore};
+
+/// Where and how to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Repository root (problems/, docs/dsl/, python/).
+    pub root: PathBuf,
+    pub python: PathBuf,
+    /// Parent of run folders (default `<root>/runs`).
+    pub runs_dir: PathBuf,
+    /// Overrides `eval.gpus` of the config.
+    pub gpus: Option<String>,
+    /// Show progress bars (off in tests and when stderr is not a terminal).
+    pub progress: bool,
+}
+
+/// One attempt of the plan.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Unit {
+    pub model: String,
+    pub problem: String,
+    pub dsl: Dsl,
+    pub condition: Condition,
+    pub run: u32,
+}
+
+impl Unit {
+    pub fn id(&self) -> String {
+        format!(
+            "{}/{}/{}/{}/r{}",
+            self.model, self.problem, self.dsl, self.condition, self.run
+        )
+    }
+    pub fn rel_dir(&self) -> String {
+        let m: String = self
+            .model
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!(
+            "attempts/{m}/{}_{}_{}_r{}",
+            self.problem, self.dsl, self.condition, self.run
+        )
+    }
+    fn source_dsl(&self) -> Dsl {
+        self.dsl.other()
+    }
+}
+
+/// Every attempt the config asks for, in dependency order (solo-type first).
+pub fn plan(cfg: &ExperimentConfig, problems: &[&Problem]) -> Vec<Unit> {
+    let mut units = BTreeSet::new();
+    let targets: BTreeSet<Dsl> = cfg.directions().iter().map(|d| d.target).collect();
+    for m in &cfg.models {
+        for p in problems {
+            for r in 0..cfg.runs {
+                for dsl in cfg.solo_dsls() {
+                    units.insert(Unit {
+                        model: m.label.clone(),
+                        problem: p.id().into(),
+                        dsl,
+                        condition: Condition::Solo,
+                        run: r,
+                    });
+                }
+                for &dsl in &targets {
+                    units.insert(Unit {
+                        model: m.label.clone(),
+                        problem: p.id().into(),
+                        dsl,
+                        condition: Condition::Conditioned,
+                        run: r,
+                    });
+                    if cfg.controls.placebo {
+                        units.insert(Unit {
+                            model: m.label.clone(),
+                            problem: p.id().into(),
+                            dsl,
+                            condition: Condition::Placebo,
+                            run: r,
+                        });
+                    }
+                    if cfg.controls.repeat_solo {
+                        units.insert(Unit {
+                            model: m.label.clone(),
+                            problem: p.id().into(),
+                            dsl,
+                            condition: Condition::RepeatSolo,
+                            run: r,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut v: Vec<Unit> = units.into_iter().collect();
+    v.sort_by_key(|u| (u.condition.has_skill(), u.clone()));
+    v
+}
+
+/// What a run did and did not do.
+#[derive(Debug, Default, Clone)]
+pub struct RunSummary {
+    pub planned: usize,
+    pub already_done: usize,
+    pub attempts_done: usize,
+    pub finals_done: usize,
+    pub final_groups_planned: usize,
+    /// Units left for a later run, with why (e.g. the DSL is not installed here).
+    pub deferred: Vec<(String, String)>,
+    /// Things this machine cannot do at all (no GPU, ...).
+    pub limitations: Vec<String>,
+    pub final_mode: Option<EvalMode>,
+}
+
+impl RunSummary {
+    pub fn complete(&self) -> bool {
+        self.deferred.is_empty()
+    }
+}
+
+struct Shared {
+    cfg: ExperimentConfig,
+    root: PathBuf,
+    run_dir: PathBuf,
+    store: Mutex<Store>,
+    pool: EvalPool,
+    providers: BTreeMap<String, Provider>,
+    problems: BTreeMap<String, Problem>,
+    briefs: BTreeMap<Dsl, String>,
+    deferred: Mutex<Vec<(String, String)>>,
+}
+
+/// Run (or resume) an experiment.
+pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<RunSummary> {
+    let registry = Registry::load(&opts.root.join("problems")).map_err(|errs| {
+        anyhow!(
+            "problem files are invalid:\n{}",
+            errs.iter()
+                .map(|e| format!("  {e}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    let problems = registry
+        .select(&cfg.problems)
+        .map_err(|e| anyhow!("config field `problems`: {e}"))?;
+    let run_dir = cfg.run_dir(&opts.runs_dir);
+    let store = Store::open(&run_dir)?;
+    crate::config::check_fingerprint(store.meta("config_fingerprint")?.as_deref(), &cfg)?;
+    store.set_meta("config_fingerprint", &cfg.fingerprint())?;
+    store.set_meta("config", &serde_json::to_string(&cfg)?)?;
+    store.set_meta("name", &cfg.name)?;
+
+    let mut briefs = BTreeMap::new();
+    for dsl in Dsl::ALL {
+        let b = read_brief(&opts.root.join("docs/dsl"), dsl)
+            .with_context(|| format!("reading docs/dsl/{dsl}.md"))?;
+        briefs.insert(dsl, b);
+    }
+    let mut providers = BTreeMap::new();
+    for m in &cfg.models {
+        let p =
+            Provider::from_config(&m.provider).map_err(|e| anyhow!("model {:?}: {e}", m.label))?;
+        providers.insert(m.label.clone(), p);
+    }
+
+    let gpus = crate::parse_gpus(opts.gpus.as_deref().unwrap_or(&cfg.eval.gpus))?;
+    let pool = EvalPool::start(PoolConfig {
+        python: opts.python.clone(),
+        root: opts.root.clone(),
+        gpus,
+        cpu_workers: cfg.eval.cpu_workers,
+        log_dir: Some(run_dir.join("logs")),
+        start_timeout: Duration::from_secs(300),
+    })
+    .await
+    .context("starting the evaluator")?;
+
+    let mut summary = RunSummary::default();
+    if !pool.has_gpu() {
+        summary.limitations.push(
+            "no GPU: agents' test and benchmark tools answered \"unavailable\", and final evaluations are compile-only (no correctness, no runtime, score 0)".into(),
+        );
+    }
+    for dsl in Dsl::ALL {
+        if !pool.dsl_available(dsl, EvalMode::Compile) {
+            summary.limitations.push(format!(
+                "the {dsl} DSL is not installed for the evaluator here: its attempts are deferred"
+            ));
+        }
+    }
+    let final_mode = match cfg.eval.final_mode.as_str() {
+        "compile" => EvalMode::Compile,
+        "full" => EvalMode::Full,
+        _ => {
+            if pool.has_gpu() {
+                EvalMode::Full
+            } else {
+                EvalMode::Compile
+            }
+        }
+    };
+    if final_mode.needs_gpu() && !pool.has_gpu() {
+        anyhow::bail!("eval.final_mode = \"full\" needs a GPU and none is available here");
+    }
+    summary.final_mode = Some(final_mode);
+
+    let units = plan(&cfg, &problems);
+    summary.planned = units.len();
+    let problems_map: BTreeMap<String, Problem> = problems
+        .iter()
+        .map(|p| (p.id().to_string(), (*p).clone()))
+        .collect();
+    let shared = Arc::new(Shared {
+        cfg: cfg.clone(),
+        root: opts.root.clone(),
+        run_dir: run_dir.clone(),
+        store: Mutex::new(store),
+        pool,
+        providers,
+        problems: problems_map,
+        briefs,
+        deferred: Mutex::new(Vec::new()),
+    });
+
+    let done: BTreeSet<String> = shared
+        .store
+        .lock()
+        .await
+        .attempts()?
+        .into_iter()
+        .map(|a| a.id)
+        .collect();
+    summary.already_done = units.iter().filter(|u| done.contains(&u.id())).count();
+
+    let mp = if opts.progress {
+        MultiProgress::new()
+    } else {
+        MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
+    };
+    let style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+
+    // Phase 1: solo-type attempts; phase 2: attempts that need a skill.
+    for (phase, want_skill) in [("solo", false), ("conditioned", true)] {
+        let todo: Vec<Unit> = units
+            .iter()
+            .filter(|u| u.condition.has_skill() == want_skill && !done.contains(&u.id()))
+            .cloned()
+            .collect();
+        let n_phase = units
+            .iter()
+            .filter(|u| u.condition.has_skill() == want_skill)
+            .count();
+        let bar = mp.add(ProgressBar::new(n_phase as u64));
+        bar.set_style(style.clone());
+        bar.set_prefix(phase);
+        bar.set_position((n_phase - todo.len()) as u64);
+        let sem = Arc::new(Semaphore::new(cfg.concurrency));
+        let mut tasks = Vec::new();
+        for u in todo {
+            let shared = shared.clone();
+            let sem = sem.clone();
+            let bar = bar.clone();
+            tasks.push(tokio::spawn(async move {
+                let _permit = sem.acquire_owned().await;
+                bar.set_message(u.id());
+                let r = run_unit(&shared, &u).await;
+                bar.inc(1);
+                match r {
+                    Ok(true) => {
+                        bar.println(format!("done   {}", u.id()));
+                        Ok(true)
+                    }
+                    Ok(false) => Ok(false),
+                    Err(e) => Err(anyhow!("{}: {e:#}", u.id())),
+                }
+            }));
+        }
+        for t in tasks {
+            match t.await {
+                Ok(Ok(true)) => summary.attempts_done += 1,
+                Ok(Ok(false)) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(e) => return Err(anyhow!("an attempt task panicked: {e}")),
+            }
+        }
+        bar.finish_with_message("");
+    }
+
+    // Phase 3: final evaluations, one group per (problem, DSL), conditions interleaved.
+    let (groups, n_done) = final_groups(&shared, &units, final_mode).await?;
+    summary.final_groups_planned = groups.len() + n_done;
+    let bar = mp.add(ProgressBar::new(summary.final_groups_planned as u64));
+    bar.set_style(style);
+    bar.set_prefix("final eval");
+    bar.set_position(n_done as u64);
+    for (key, attempts) in groups {
+        bar.set_message(key.clone());
+        if let Some(n) = final_eval_group(&shared, &key, &attempts, final_mode).await? {
+            summary.finals_done += n;
+            bar.println(format!("final  {key}: {n} kernel(s)"));
+        }
+        bar.inc(1);
+    }
+    bar.finish_with_message("");
+    summary.deferred = shared.deferred.lock().await.clone();
+    Ok(summary)
+}
+
+/// Run one attempt unless it is stored already. Ok(false): deferred (recorded in `deferred`).
+async fn run_unit(shared: &Shared, u: &Unit) -> Result<bool> {
+    let id = u.id();
+    let problem = shared
+        .problems
+        .get(&u.problem)
+        .ok_or_else(|| anyhow!("unknown problem {}", u.problem))?;
+    if !shared.pool.dsl_available(u.dsl, EvalMode::Compile) {
+        shared
+            .deferred
+            .lock()
+            .await
+            .push((id, format!("the {} evaluator is not installed here", u.dsl)));
+        return Ok(false);
+    }
+    // The skill, for conditioned and placebo attempts.
+    let skill: Option<SkillRecord> = match u.condition {
+        Condition::Conditioned => {
+            let src = Unit {
+                condition: Condition::Solo,
+                dsl: u.source_dsl(),
+                ..u.clone()
+            };
+            match shared.store.lock().await.skill_for_attempt(&src.id())? {
+                Some(s) => Some(s),
+                None => {
+                    shared
+                        .deferred
+                        .lock()
+                        .await
+                        .push((id, format!("waits for the skill of {}", src.id())));
+                    return Ok(false);
+                }
+            }
+        }
+        Condition::Placebo => match placebo_skill(shared, u).await? {
+            Ok(s) => Some(s),
+            Err(why) => {
+                shared.deferred.lock().await.push((id, why));
+                return Ok(false);
+            }
+        },
+        _ => None,
+    };
+    let skill_text = match &skill {
+        Some(s) => Some(
+            std::fs::read_to_string(shared.run_dir.join(&s.path))
+                .with_context(|| format!("reading skill {}", s.path))?,
+        ),
+        None => None,
+    };
+
+    let rel_dir = u.rel_dir();
+    let dir = shared.run_dir.join(&rel_dir);
+    // A unit that was in flight when a previous process died starts over.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    let vp = variant_prompt(
+        problem,
+        u.dsl,
+        &shared.root.join("docs/dsl"),
+        &shared.cfg.budget,
+    )?;
+    let mut user_prompt = vp.render();
+    if let Some(t) = &skill_text {
+        user_prompt.push_str(&skill_slot(t));
+    }
+    let model_cfg = shared
+        .cfg
+        .models
+        .iter()
+        .find(|m| m.label == u.model)
+        .ok_or_else(|| anyhow!("unknown model {}", u.model))?;
+    let spec = AttemptSpec {
+        attempt_id: id.clone(),
+        key: ConversationKey {
+            model_label: u.model.clone(),
+            problem: u.problem.clone(),
+            dsl: u.dsl,
+            condition: u.condition,
+            run: u.run,
+        },
+        problem_dir: problem.dir.clone(),
+        dsl: u.dsl,
+        user_prompt,
+        brief: shared.briefs[&u.dsl].clone(),
+        starter: std::fs::read_to_string(problem.starter_path(u.dsl))?,
+        budget: shared.cfg.budget,
+        sampling: model_cfg.provider.sampling.clone(),
+        distill_max_chars: (u.condition == Condition::Solo).then_some(shared.cfg.skill.max_chars),
+        audit_target: u.dsl.other(),
+        dir: dir.clone(),
+        rel_dir: rel_dir.clone(),
+        gpu_available: shared.pool.has_gpu(),
+        max_log_chars: shared.cfg.eval.max_log_chars,
+    };
+    let provider = &shared.providers[&u.model];
+    let outcome = match run_attempt(&spec, provider, &shared.pool).await {
+        Ok(o) => o,
+        Err(AttemptError::Io(e)) => return Err(e.into()),
+        Err(e) => {
+            shared.deferred.lock().await.push((id, e.to_string()));
+            return Ok(false);
+        }
+    };
+    let skill_rec = match &outcome.skill {
+        Some((sk, usage)) => {
+            let rel = format!("{rel_dir}/SKILL.md");
+            let md = sk.to_markdown();
+            write_atomic(&shared.run_dir.join(&rel), md.as_bytes())?;
+            Some(SkillRecord {
+                id: format!("skill:{id}"),
+                source_attempt: id.clone(),
+                model: u.model.clone(),
+                problem: u.problem.clone(),
+                source_dsl: u.dsl,
+                name: sk.name.clone(),
+                description: sk.description.clone(),
+                path: rel,
+                chars: md.chars().count() as u64,
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                flags: sk.flags.clone(),
+            })
+        }
+        None => None,
+    };
+    let record = AttemptRecord {
+        id: id.clone(),
+        model: u.model.clone(),
+        problem: u.problem.clone(),
+        family: problem.family.to_string(),
+        dsl: u.dsl,
+        condition: u.condition,
+        run: u.run,
+        skill_id: skill.as_ref().map(|s| s.id.clone()),
+        end_reason: outcome.end_reason,
+        turns: outcome.turns,
+        input_tokens: outcome.usage.input_tokens,
+        output_tokens: outcome.usage.output_tokens,
+        tool_evals: outcome.evals.len() as u32,
+        wall_s: outcome.wall_s,
+        final_kernel: outcome.final_kernel.clone(),
+        final_source: outcome.final_source.to_string(),
+        trajectory: outcome.trajectory.clone(),
+        error: outcome.error.clone(),
+        finished_at: crate::utc_now(),
+    };
+    let evals: Vec<ToolEvalRecord> = outcome
+        .evals
+        .iter()
+        .map(|e| ToolEvalRecord {
+            seq: e.seq,
+            tool: e.tool.clone(),
+            mode: e.mode.as_str().into(),
+            verdict: e.report.verdict.as_str().into(),
+            kernel: e.kernel.clone(),
+            report: e.report.clone(),
+        })
+        .collect();
+    shared
+        .store
+        .lock()
+        .await
+        .record_attempt(&record, &evals, skill_rec.as_ref())?;
+    Ok(true)
+}
+
+/// The placebo skill: the same model's skill for another problem, same source DSL and run,
+/// closest in length to the real skill. Err(reason) when none exists (yet).
+async fn placebo_skill(
+    shared: &Shared,
+    u: &Unit,
+) -> Result<std::result::Result<SkillRecord, String>> {
+    let store = shared.store.lock().await;
+    let own_src = Unit {
+        condition: Condition::Solo,
+        dsl: u.source_dsl(),
+        ..u.clone()
+    };
+    let Some(own) = store.skill_for_attempt(&own_src.id())? else {
+        return Ok(Err(format!("waits for the skill of {}", own_src.id())));
+    };
+    let suffix = format!("/{}/solo/r{}", u.source_dsl(), u.run);
+    let mut candidates: Vec<SkillRecord> = store
+        .skills()?
+        .into_iter()
+        .filter(|s| {
+            s.model == u.model
+                && s.problem != u.problem
+                && s.source_dsl == u.source_dsl()
+                && s.source_attempt.ends_with(&suffix)
+        })
+        .collect();
+    // Other problems' solo attempts may still be pending in this run.
+    let others_planned = shared.problems.len().saturating_sub(1);
+    if candidates.is_empty() {
+        return Ok(Err(if others_planned == 0 {
+            "no other problem in this run to take a placebo skill from".to_string()
+        } else {
+            "waits for another problem's skill".to_string()
+        }));
+    }
+    if candidates.len() < others_planned {
+        let done_problems: BTreeSet<&str> = candidates.iter().map(|c| c.problem.as_str()).collect();
+        let missing = shared
+            .problems
+            .keys()
+            .any(|p| p != &u.problem && !done_problems.contains(p.as_str()));
+        if missing {
+            return Ok(Err(
+                "waits for every other problem's skill (the placebo is the closest in length)"
+                    .to_string(),
+            ));
+        }
+    }
+    candidates.sort_by_key(|c| ((c.chars as i64 - own.chars as i64).abs(), c.problem.clone()));
+    Ok(Ok(candidates.remove(0)))
+}
+
+/// Groups of attempts (per problem and DSL) ready for their final evaluation, and how many
+/// groups are already fully evaluated.
+async fn final_groups(
+    shared: &Shared,
+    units: &[Unit],
+    mode: EvalMode,
+) -> Result<(Vec<(String, Vec<AttemptRecord>)>, usize)> {
+    let store = shared.store.lock().await;
+    let attempts: BTreeMap<String, AttemptRecord> = store
+        .attempts()?
+        .into_iter()
+        .map(|a| (a.id.clone(), a))
+        .collect();
+    let finals: BTreeSet<String> = store
+        .final_evals()?
+        .into_iter()
+        .map(|f| f.attempt_id)
+        .collect();
+    let mut by_group: BTreeMap<String, Vec<&Unit>> = BTreeMap::new();
+    for u in units {
+        by_group
+            .entry(format!("{}/{}", u.problem, u.dsl))
+            .or_default()
+            .push(u);
+    }
+    let mut ready = Vec::new();
+    let mut n_done = 0;
+    let mut deferred = shared.deferred.lock().await;
+    for (key, us) in by_group {
+        let recorded: Vec<AttemptRecord> = us
+            .iter()
+            .filter_map(|u| attempts.get(&u.id()).cloned())
+            .collect();
+        if recorded.len() == us.len() && recorded.iter().all(|a| finals.contains(&a.id)) {
+            n_done += 1;
+            continue;
+        }
+        let dsl: Dsl = key
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .parse()
+            .map_err(anyhow::Error::msg)?;
+        if recorded.len() < us.len() {
+            deferred.push((
+                format!("final {key}"),
+                format!(
+                    "waits for {} attempt(s) of the group",
+                    us.len() - recorded.len()
+                ),
+            ));
+            continue;
+        }
+        if !shared.pool.dsl_available(dsl, mode) {
+            deferred.push((
+                format!("final {key}"),
+                format!("the {dsl} evaluator is not installed here"),
+            ));
+            continue;
+        }
+        ready.push((
+            key,
+            recorded
+                .into_iter()
+                .filter(|a| !finals.contains(&a.id))
+                .collect(),
+        ));
+    }
+    Ok((ready, n_done))
+}
+
+/// Evaluate the final kernels of one group in one judge session (timing interleaved) and
+/// store the results in one transaction. None when deferred.
+async fn final_eval_group(
+    shared: &Shared,
+    key: &str,
+    attempts: &[AttemptRecord],
+    mode: EvalMode,
+) -> Result<Option<usize>> {
+    let Some(first) = attempts.first() else {
+        return Ok(Some(0));
+    };
+    let problem = shared
+        .problems
+        .get(&first.problem)
+        .ok_or_else(|| anyhow!("unknown problem {}", first.problem))?;
+    let mut rows = Vec::new();
+    let mut cands = Vec::new();
+    for a in attempts {
+        match &a.final_kernel {
+            Some(k) => cands.push(Candidate {
+                key: a.id.clone(),
+                path: shared.run_dir.join(k),
+            }),
+            None => rows.push(FinalEvalRecord {
+                attempt_id: a.id.clone(),
+                group: key.to_string(),
+                mode: mode.as_str().into(),
+                report: EvalReport::infrastructure(
+                    mode,
+                    Verdict::CompileError,
+                    "no_kernel",
+                    "the attempt wrote no kernel".into(),
+                ),
+                finished_at: crate::utc_now(),
+            }),
+        }
+    }
+    if !cands.is_empty() {
+        let req = EvalRequest {
+            problem_dir: problem.dir.clone(),
+            dsl: first.dsl,
+            mode,
+            candidates: cands,
+            limits: Limits::default(),
+            timing: TimingOptions::default(),
+        };
+        let resp = match shared.pool.evaluate(req).await {
+            Ok(r) => r,
+            Err(e) => {
+                shared
+                    .deferred
+                    .lock()
+                    .await
+                    .push((format!("final {key}"), e.to_string()));
+                return Ok(None);
+            }
+        };
+        for kr in resp.reports {
+            rows.push(FinalEvalRecord {
+                attempt_id: kr.key,
+                group: key.to_string(),
+                mode: mode.as_str().into(),
+                report: kr.report,
+                finished_at: crate::utc_now(),
+            });
+        }
+    }
+    let n = shared.store.lock().await.record_final_group(&rows)?;
+    Ok(Some(n))
+}
+
+/// Resolve the GPU selection string of a config or the command line.
+pub fn gpus_from(s: &str) -> Result<GpuSelection> {
+    crate::parse_gpus(s)
+}
+
+/// Default runs folder of a repository.
+pub fn default_runs_dir(root: &Path) -> PathBuf {
+    root.join("runs")
+}
