@@ -47,6 +47,8 @@ pub struct AttemptSpec {
     pub gpu_available: bool,
     /// Longest log an agent gets back from one tool call.
     pub max_log_chars: usize,
+    /// Timing of the benchmark tool (the final evaluation times separately, fully).
+    pub tool_timing: mkb_eval::TimingOptions,
 }
 
 /// One evaluation a tool call ran.
@@ -408,8 +410,9 @@ async fn handle_tool(
                     Flow::End(EndReason::MaxToolEvals),
                 ));
             }
-            let req =
+            let mut req =
                 EvalRequest::single(spec.problem_dir.clone(), spec.dsl, mode, root.join(&snap));
+            req.timing = spec.tool_timing;
             let report = match pool.evaluate_one(req).await {
                 Ok(r) => r,
                 Err(EvalError::NoGpu) => return Ok((format!("{t} is unavailable on this machine: there is no GPU, only compile runs here."), Flow::Continue)),

@@ -27,11 +27,16 @@ pub struct PoolArgs {
     pub min_reps: Option<u32>,
     #[arg(long)]
     pub min_time_s: Option<f64>,
+    /// Folder for the evaluator processes' logs (stderr of each judge).
+    #[arg(long)]
+    pub log_dir: Option<PathBuf>,
 }
 
 impl PoolArgs {
     async fn start(&self, ctx: &Context) -> Result<(EvalPool, EvalMode)> {
-        let pool = ctx.pool(&self.gpus, self.cpu_workers, None).await?;
+        let pool = ctx
+            .pool(&self.gpus, self.cpu_workers, self.log_dir.clone())
+            .await?;
         let mode = match self.mode.as_str() {
             "auto" => {
                 if pool.has_gpu() {
@@ -207,9 +212,13 @@ pub async fn solutions(ctx: &Context, args: SolutionsArgs) -> Result<ExitCode> {
         .dsl
         .map(|d| vec![d])
         .unwrap_or_else(|| Dsl::ALL.to_vec());
+    let pool = std::sync::Arc::new(pool);
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut all_ok = true;
+    // Every evaluation is sent at once: the pool runs them on its judges (one per GPU, or the
+    // GPU-less ones for compile mode) and we print them in order.
+    let mut jobs = Vec::new();
     for p in problems {
         for &dsl in &dsls {
             if !p.has_solution(dsl) {
@@ -224,22 +233,31 @@ pub async fn solutions(ctx: &Context, args: SolutionsArgs) -> Result<ExitCode> {
             }
             let mut req = EvalRequest::single(p.dir.clone(), dsl, mode, p.solution_path(dsl));
             req.timing = args.pool.timing();
-            eprintln!("evaluating {} [{dsl}] ({})...", p.id(), mode.as_str());
-            let report = pool
-                .evaluate_one(req)
-                .await
-                .with_context(|| format!("{} [{dsl}]", p.id()))?;
-            print!(
-                "{}",
-                describe(
-                    &format!("{} {} [{dsl}]", p.id(), p.slug()),
-                    &report,
-                    !report.is_correct()
-                )
-            );
-            all_ok &= report.is_correct();
-            rows.push(serde_json::json!({"problem": p.id(), "slug": p.slug(), "dsl": dsl, "report": report}));
+            let pool = pool.clone();
+            let handle = tokio::spawn(async move { pool.evaluate_one(req).await });
+            jobs.push((p.id().to_string(), p.slug().to_string(), dsl, handle));
         }
+    }
+    eprintln!(
+        "evaluating {} solution(s) ({})...",
+        jobs.len(),
+        mode.as_str()
+    );
+    for (id, slug, dsl, handle) in jobs {
+        let report = handle
+            .await
+            .map_err(|e| anyhow!("{id} [{dsl}]: {e}"))?
+            .with_context(|| format!("{id} [{dsl}]"))?;
+        print!(
+            "{}",
+            describe(
+                &format!("{id} {slug} [{dsl}]"),
+                &report,
+                !report.is_correct()
+            )
+        );
+        all_ok &= report.is_correct();
+        rows.push(serde_json::json!({"problem": id, "slug": slug, "dsl": dsl, "report": report}));
     }
     for s in &skipped {
         println!("skipped: {s}");
@@ -423,6 +441,9 @@ pub struct RedteamArgs {
     /// Only cases that need no GPU (static and compile-time verdicts).
     #[arg(long)]
     pub cpu_only: bool,
+    /// Only cases of this DSL.
+    #[arg(long)]
+    pub dsl: Option<Dsl>,
     #[command(flatten)]
     pub pool: PoolArgs,
     #[arg(long)]
@@ -431,24 +452,56 @@ pub struct RedteamArgs {
     pub evidence_name: String,
 }
 
-/// One red-team case of tests/adversarial/manifest.toml.
+/// One red-team case of tests/adversarial/manifest.toml (the manifest documents the fields).
 #[derive(Debug, Deserialize)]
 struct RedteamCase {
     file: String,
+    /// A problem id, slug, folder name, or `<family>/<folder>` path.
     problem: String,
     dsl: Dsl,
     verdict: Verdict,
     #[serde(default)]
-    reason: Option<String>,
+    reason: Option<ReasonSpec>,
     #[serde(default)]
-    gpu: bool,
+    needs_gpu: bool,
+    /// Mode on a GPU machine (default "test").
     #[serde(default)]
-    description: Option<String>,
+    mode: Option<String>,
+    #[serde(default)]
+    layer: Option<String>,
+    #[serde(default)]
+    what: Option<String>,
+    #[serde(default)]
+    limits: Option<PartialLimits>,
+}
+
+/// Acceptable reason prefixes: one, or a list.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ReasonSpec {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl ReasonSpec {
+    fn prefixes(&self) -> Vec<&str> {
+        match self {
+            ReasonSpec::One(s) => vec![s.as_str()],
+            ReasonSpec::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct PartialLimits {
+    build_s: Option<f64>,
+    call_s: Option<f64>,
+    total_s: Option<f64>,
+    rss_mb: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Manifest {
-    #[serde(alias = "cases", alias = "case")]
     case: Vec<RedteamCase>,
 }
 
@@ -467,14 +520,22 @@ pub async fn redteam(ctx: &Context, args: RedteamArgs) -> Result<ExitCode> {
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let (pool, mode) = args.pool.start(ctx).await?;
+    let pool = std::sync::Arc::new(pool);
     let mut rows = Vec::new();
+    let mut skipped = Vec::new();
     let mut mismatches = 0;
     let mut ran = 0;
+    let mut jobs = Vec::new();
     for c in &manifest.case {
-        if c.gpu && (args.cpu_only || !pool.has_gpu()) {
+        if args.dsl.is_some_and(|d| d != c.dsl) {
             continue;
         }
-        let p = reg.get(&c.problem).ok_or_else(|| {
+        if c.needs_gpu && (args.cpu_only || !pool.has_gpu()) {
+            skipped.push(format!("{}: needs a GPU", c.file));
+            continue;
+        }
+        let key = c.problem.rsplit('/').next().unwrap_or(&c.problem);
+        let p = reg.get(key).ok_or_else(|| {
             anyhow!(
                 "{}: case {}: no problem {:?}",
                 manifest_path.display(),
@@ -483,51 +544,82 @@ pub async fn redteam(ctx: &Context, args: RedteamArgs) -> Result<ExitCode> {
             )
         })?;
         let file = ensure_file(&base.join(&c.file))?;
-        // On a GPU machine every case runs in the chosen mode; without one, mode is compile.
-        let mut req = EvalRequest::single(p.dir.clone(), c.dsl, mode, file);
+        // On a GPU machine a case runs in its own mode (default test); without one, compile.
+        let case_mode = if mode.needs_gpu() {
+            c.mode
+                .as_deref()
+                .unwrap_or("test")
+                .parse::<EvalMode>()
+                .map_err(|e| anyhow!("case {}: {e}", c.file))?
+        } else {
+            EvalMode::Compile
+        };
+        if !pool.dsl_available(c.dsl, case_mode) {
+            skipped.push(format!(
+                "{}: the {} DSL is not installed here",
+                c.file, c.dsl
+            ));
+            continue;
+        }
+        let mut req = EvalRequest::single(p.dir.clone(), c.dsl, case_mode, file);
         req.timing = args.pool.timing();
-        req.limits = Limits {
+        let mut limits = Limits {
             call_s: 20.0,
             total_s: 600.0,
             ..Limits::default()
         };
-        let rep = pool
-            .evaluate_one(req)
+        if let Some(l) = &c.limits {
+            limits.build_s = l.build_s.unwrap_or(limits.build_s);
+            limits.call_s = l.call_s.unwrap_or(limits.call_s);
+            limits.total_s = l.total_s.unwrap_or(limits.total_s);
+            limits.rss_mb = l.rss_mb.unwrap_or(limits.rss_mb);
+        }
+        req.limits = limits;
+        let pool = pool.clone();
+        jobs.push((c, tokio::spawn(async move { pool.evaluate_one(req).await })));
+    }
+    for (c, handle) in jobs {
+        let rep = handle
             .await
+            .map_err(|e| anyhow!("case {}: {e}", c.file))?
             .with_context(|| format!("case {}", c.file))?;
         ran += 1;
-        let reason_ok = match (&c.reason, &rep.reason) {
-            (Some(want), Some(got)) => got.starts_with(want.as_str()),
-            (Some(_), None) => false,
-            (None, _) => true,
-        };
+        let wanted: Vec<&str> = c.reason.as_ref().map(|r| r.prefixes()).unwrap_or_default();
+        let reason_ok = wanted.is_empty()
+            || rep
+                .reason
+                .as_deref()
+                .is_some_and(|got| wanted.iter().any(|w| got.starts_with(w)));
         let ok = rep.verdict == c.verdict && reason_ok;
         if !ok {
             mismatches += 1;
         }
+        let expected = format!("{}/{}", c.verdict.as_str(), wanted.join("|"));
+        let got = format!(
+            "{}/{}",
+            rep.verdict.as_str(),
+            rep.reason.as_deref().unwrap_or("")
+        );
         println!(
-            "{} {:<40} expected {:<20} got {:<20} {}",
+            "{} {:<32} {:<11} expected {:<44} got {:<40} {}",
             if ok { "ok  " } else { "FAIL" },
             c.file,
-            format!(
-                "{}{}",
-                c.verdict.as_str(),
-                c.reason
-                    .as_ref()
-                    .map(|r| format!("/{r}"))
-                    .unwrap_or_default()
-            ),
-            format!(
-                "{}{}",
-                rep.verdict.as_str(),
-                rep.reason
-                    .as_ref()
-                    .map(|r| format!("/{r}"))
-                    .unwrap_or_default()
-            ),
-            c.description.as_deref().unwrap_or("")
+            c.layer.as_deref().unwrap_or(""),
+            expected,
+            got,
+            c.what.as_deref().unwrap_or("")
         );
-        rows.push(serde_json::json!({"file": c.file, "problem": c.problem, "dsl": c.dsl, "expected_verdict": c.verdict, "expected_reason": c.reason, "gpu": c.gpu, "ok": ok, "report": rep}));
+        if !ok {
+            print!("{}", describe(&format!("  {}", c.file), &rep, true));
+        }
+        rows.push(serde_json::json!({
+            "file": c.file, "problem": c.problem, "dsl": c.dsl, "layer": c.layer, "what": c.what,
+            "expected_verdict": c.verdict, "expected_reason": wanted, "needs_gpu": c.needs_gpu,
+            "mode": rep.mode, "ok": ok, "report": rep
+        }));
+    }
+    for s in &skipped {
+        println!("skipped: {s}");
     }
     println!("{ran} cases, {mismatches} with an unexpected verdict");
     if let Some(dir) = &args.evidence_dir {
@@ -542,7 +634,14 @@ pub async fn redteam(ctx: &Context, args: RedteamArgs) -> Result<ExitCode> {
                 r["problem"].as_str().unwrap_or(""),
                 r["dsl"].as_str().unwrap_or(""),
                 r["expected_verdict"].as_str().unwrap_or(""),
-                r["expected_reason"].as_str().unwrap_or(""),
+                r["expected_reason"]
+                    .as_array()
+                    .map(|a| a
+                        .iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join("|"))
+                    .unwrap_or_default(),
                 r["report"]["verdict"].as_str().unwrap_or(""),
                 r["report"]["reason"].as_str().unwrap_or(""),
                 if r["ok"].as_bool() == Some(true) {
@@ -552,7 +651,7 @@ pub async fn redteam(ctx: &Context, args: RedteamArgs) -> Result<ExitCode> {
                 }
             );
         }
-        write_evidence(dir, &args.evidence_name, &pool, mode, &rows, &[], &md)?;
+        write_evidence(dir, &args.evidence_name, &pool, mode, &rows, &skipped, &md)?;
     }
     Ok(if mismatches == 0 {
         ExitCode::SUCCESS

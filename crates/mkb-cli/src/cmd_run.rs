@@ -23,13 +23,20 @@ pub struct RunArgs {
     /// GPUs for the evaluator: auto, none, or a list like 0,1 (overrides eval.gpus).
     #[arg(long)]
     pub gpus: Option<String>,
+    /// GPU-less evaluator processes for compile-only work (overrides eval.cpu_workers).
+    #[arg(long)]
+    pub cpu_workers: Option<usize>,
     /// No progress bars.
     #[arg(long)]
     pub no_progress: bool,
 }
 
 pub async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode> {
-    let cfg = ExperimentConfig::load(&args.config)?;
+    let mut cfg = ExperimentConfig::load(&args.config)?;
+    if let Some(n) = args.cpu_workers {
+        // Machine-specific, so not part of the run's fingerprint (taken at load).
+        cfg.eval.cpu_workers = n.max(1);
+    }
     let runs_dir = args
         .runs_dir
         .clone()
@@ -81,6 +88,22 @@ pub struct StatusArgs {
     pub run: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Also list every attempt: how it ended, the verdict of each evaluation its tools ran,
+    /// and its final evaluation.
+    #[arg(long)]
+    pub attempts: bool,
+}
+
+fn short_verdict(v: &str) -> &str {
+    match v {
+        "compile_error" => "cerr",
+        "static_check_failed" => "static",
+        "incorrect" => "wrong",
+        "timeout" => "timeout",
+        "crashed" => "crash",
+        "correct" => "ok",
+        other => other,
+    }
 }
 
 /// A run folder from a path or a name.
@@ -135,10 +158,7 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!("run {:?} at {}", cfg.name, dir.display());
-    println!(
-        "{:<12} {:<5} {:>6} / planned",
-        "condition", "dsl", "done"
-    );
+    println!("{:<12} {:<5} {:>6} / planned", "condition", "dsl", "done");
     for ((c, d), (a, b)) in &by_cond {
         println!("{:<12} {:<5} {:>6} / {}", c.as_str(), d, a, b);
     }
@@ -175,6 +195,49 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+    }
+    if args.attempts {
+        let finals_by: BTreeMap<&str, &mkb_run::store::FinalEvalRecord> =
+            finals.iter().map(|f| (f.attempt_id.as_str(), f)).collect();
+        println!(
+            "\n{:<40} {:<10} {:>5} {:<58} {:<10} {:>9} {:>7}",
+            "attempt",
+            "end",
+            "turns",
+            "tool evaluations (tool:verdict)",
+            "final",
+            "run us",
+            "score"
+        );
+        for a in &attempts {
+            let evals = store.tool_evals(&a.id)?;
+            let seq: Vec<String> = evals
+                .iter()
+                .map(|e| format!("{}:{}", e.tool, short_verdict(&e.verdict)))
+                .collect();
+            let (fv, rt, sc) = match finals_by.get(a.id.as_str()) {
+                Some(f) => (
+                    format!("{}/{}", f.mode, short_verdict(f.report.verdict.as_str())),
+                    f.report
+                        .runtime
+                        .as_ref()
+                        .map(|t| format!("{:.1}", t.median_us))
+                        .unwrap_or_else(|| "-".into()),
+                    format!("{:.3}", f.report.score()),
+                ),
+                None => ("-".into(), "-".into(), "-".into()),
+            };
+            println!(
+                "{:<40} {:<10} {:>5} {:<58} {:<10} {:>9} {:>7}",
+                a.id,
+                a.end_reason.as_str(),
+                a.turns,
+                seq.join(" "),
+                fv,
+                rt,
+                sc
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! The `mkb` binary: a thin command-line front end, one module per subcommand.
 
+mod cmd_analysis;
 mod cmd_eval;
 mod cmd_problems;
 mod cmd_run;
@@ -46,6 +47,16 @@ enum Cmd {
     Run(cmd_run::RunArgs),
     /// What a run holds and what it still lacks.
     Status(cmd_run::StatusArgs),
+    /// Paired lift with CIs, regressions, source above/below, controls: tables, --json or --csv.
+    Analyze(cmd_analysis::AnalyzeArgs),
+    /// A run's attempts as parquet, csv or jsonl (schema: docs/analysis.md).
+    Export(cmd_analysis::ExportArgs),
+    /// One self-contained HTML report of a run.
+    Report(cmd_analysis::ReportArgs),
+    /// Write a synthetic run with a known true lift into a store.
+    Simulate(cmd_analysis::SimulateArgs),
+    /// Problems and runs needed to detect a given lift (by simulation).
+    Power(cmd_analysis::PowerArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +76,11 @@ fn main() -> ExitCode {
         Cmd::Redteam(args) => common::block_on(cmd_eval::redteam(&ctx, args)),
         Cmd::Run(args) => common::block_on(cmd_run::run(&ctx, args)),
         Cmd::Status(args) => cmd_run::status(&ctx, args),
+        Cmd::Analyze(args) => cmd_analysis::analyze_cmd(&ctx, args),
+        Cmd::Export(args) => cmd_analysis::export_cmd(&ctx, args),
+        Cmd::Report(args) => cmd_analysis::report_cmd(&ctx, args),
+        Cmd::Simulate(args) => cmd_analysis::simulate_cmd(&ctx, args),
+        Cmd::Power(args) => cmd_analysis::power_cmd(&ctx, args),
     };
     match result {
         Ok(code) => code,

@@ -113,8 +113,8 @@ pub fn common_part(problem: &Problem, budget: &Budget) -> String {
     );
     for sh in &f.shapes {
         let kind = match sh.kind {
-            ShapeKind::Benchmark => "benchmark (timed)",
-            ShapeKind::Check => "check",
+            ShapeKind::Benchmark => "timed",
+            ShapeKind::Check => "checked for correctness",
         };
         let _ = writeln!(s, "- `{}` ({kind}): {}", sh.name, dims_literal(&sh.dims));
     }

@@ -330,10 +330,14 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
             crate::model::Distribution::Normal { std, .. } if !(*std > 0.0 && std.is_finite()) => {
                 errors.push(err(&format!("{f}.dist.std"), "must be positive".into()))
             }
-            crate::model::Distribution::Uniform { lo, hi, .. } if lo.partial_cmp(hi) != Some(std::cmp::Ordering::Less) => errors.push(err(
-                &format!("{f}.dist"),
-                format!("uniform needs lo < hi, got [{lo}, {hi})"),
-            )),
+            crate::model::Distribution::Uniform { lo, hi, .. }
+                if lo.partial_cmp(hi) != Some(std::cmp::Ordering::Less) =>
+            {
+                errors.push(err(
+                    &format!("{f}.dist"),
+                    format!("uniform needs lo < hi, got [{lo}, {hi})"),
+                ))
+            }
             crate::model::Distribution::Randint { lo, hi } if lo >= hi => errors.push(err(
                 &format!("{f}.dist"),
                 format!("randint needs lo < hi, got [{lo}, {hi})"),

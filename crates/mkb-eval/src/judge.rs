@@ -101,7 +101,20 @@ pub fn judge_env(spec: &JudgeSpec) -> Vec<(String, String)> {
     env.push(("PYTHONUNBUFFERED".into(), "1".into()));
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     match spec.gpu {
-        Some(i) => env.push(("CUDA_VISIBLE_DEVICES".into(), i.to_string())),
+        Some(i) => {
+            // Index into the parent's own visible list when it has one.
+            let dev = std::env::var("CUDA_VISIBLE_DEVICES")
+                .ok()
+                .and_then(|v| {
+                    v.split(',')
+                        .map(str::trim)
+                        .filter(|x| !x.is_empty())
+                        .nth(i as usize)
+                        .map(String::from)
+                })
+                .unwrap_or_else(|| i.to_string());
+            env.push(("CUDA_VISIBLE_DEVICES".into(), dev))
+        }
         None => {
             env.push(("CUDA_VISIBLE_DEVICES".into(), String::new()));
             if !env.iter().any(|(k, _)| k == "CUTE_DSL_ARCH") {

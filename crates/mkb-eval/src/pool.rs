@@ -20,6 +20,25 @@ pub enum GpuSelection {
     List(Vec<u32>),
 }
 
+/// GPUs visible on this machine, by `nvidia-smi -L` (0 when it is missing or fails).
+/// Honours CUDA_VISIBLE_DEVICES when it is set to a list.
+pub fn count_gpus() -> u32 {
+    if let Ok(v) = std::env::var("CUDA_VISIBLE_DEVICES") {
+        let v = v.trim();
+        if v.is_empty() || v == "-1" {
+            return 0;
+        }
+        return v.split(',').filter(|x| !x.trim().is_empty()).count() as u32;
+    }
+    match std::process::Command::new("nvidia-smi").arg("-L").output() {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.starts_with("GPU "))
+            .count() as u32,
+        _ => 0,
+    }
+}
+
 /// Parse a GPU selection: "auto", "none" (or empty), or a list like "0,1".
 pub fn parse_gpus(s: &str) -> Result<GpuSelection, anyhow::Error> {
     Ok(match s.trim() {
@@ -112,7 +131,7 @@ impl EvalPool {
             sel => {
                 let ids = match sel {
                     GpuSelection::List(ids) => ids.clone(),
-                    _ => vec![0],
+                    _ => (0..count_gpus().max(1)).collect(),
                 };
                 match Judge::start(&spec_for(Some(ids[0]), 0), cfg.start_timeout).await {
                     Ok(j) if j.hello.can_run => (ids, Some(j)),

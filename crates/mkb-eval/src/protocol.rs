@@ -54,6 +54,20 @@ impl Default for TimingOptions {
     }
 }
 
+impl TimingOptions {
+    /// Lighter timing for an agent's benchmark tool calls: quick feedback, same method.
+    /// Final evaluations use the default.
+    pub fn quick() -> Self {
+        TimingOptions {
+            min_reps: 50,
+            min_time_s: 0.3,
+            warmup: 5,
+            rounds: 1,
+            checkpoints: 1,
+        }
+    }
+}
+
 /// One candidate of a group, named by a caller-chosen key (e.g. an attempt id or a condition).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {

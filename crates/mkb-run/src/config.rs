@@ -91,6 +91,12 @@ pub struct EvalConfig {
     /// Longest evaluator log an agent reads back from one tool call.
     #[serde(default = "max_log")]
     pub max_log_chars: usize,
+    /// Timing of an agent's benchmark tool calls (default: quick).
+    #[serde(default = "mkb_eval::TimingOptions::quick")]
+    pub tool_timing: mkb_eval::TimingOptions,
+    /// Timing of the final evaluation (default: 100 reps and 1 s at least, 5 rounds).
+    #[serde(default)]
+    pub final_timing: mkb_eval::TimingOptions,
 }
 
 impl Default for EvalConfig {
@@ -100,6 +106,8 @@ impl Default for EvalConfig {
             cpu_workers: two(),
             final_mode: auto(),
             max_log_chars: max_log(),
+            tool_timing: mkb_eval::TimingOptions::quick(),
+            final_timing: mkb_eval::TimingOptions::default(),
         }
     }
 }

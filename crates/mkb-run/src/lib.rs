@@ -1,6 +1,7 @@
 //! mkb-run: experiment config, scheduler, SQLite store and resume.
 
 pub mod config;
+pub mod rows;
 pub mod scheduler;
 pub mod store;
 

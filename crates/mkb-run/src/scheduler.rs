@@ -15,7 +15,7 @@ use mkb_agent::skill::skill_slot;
 use mkb_agent::{run_attempt, AttemptError, AttemptSpec, Provider};
 use mkb_core::prompt::{read_brief, variant_prompt};
 use mkb_core::{Condition, Dsl, EvalMode, EvalReport, Problem, Registry, Verdict};
-use mkb_eval::{Candidate, EvalPool, EvalRequest, GpuSelection, Limits, PoolConfig, TimingOptions};
+use mkb_eval::{Candidate, EvalPool, EvalRequest, GpuSelection, Limits, PoolConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -434,6 +434,7 @@ async fn run_unit(shared: &Shared, u: &Unit) -> Result<bool> {
         rel_dir: rel_dir.clone(),
         gpu_available: shared.pool.has_gpu(),
         max_log_chars: shared.cfg.eval.max_log_chars,
+        tool_timing: shared.cfg.eval.tool_timing,
     };
     let provider = &shared.providers[&u.model];
     let outcome = match run_attempt(&spec, provider, &shared.pool).await {
@@ -674,7 +675,7 @@ async fn final_eval_group(
             mode,
             candidates: cands,
             limits: Limits::default(),
-            timing: TimingOptions::default(),
+            timing: shared.cfg.eval.final_timing,
         };
         let resp = match shared.pool.evaluate(req).await {
             Ok(r) => r,

@@ -1,0 +1,94 @@
+"""C01 row softmax in CuTe DSL: y[m, :] = softmax(x[m, :]), fp32 in and out.
+
+One CTA per row, three passes over the row with 16-byte vector loads (4 fp32): row max,
+sum of exp(x - max), then the normalized write. Passes 2 and 3 re-read the row, which is
+small (N * 4 bytes) and still in L1/L2. Block reductions: warp shuffle, then one value per
+warp through shared memory.
+"""
+import math
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+from cutlass.memory import SmemAllocator
+
+VEC = 4  # fp32 per 16-byte access
+THREADS = 256
+WARPS = THREADS // 32
+LOG2E = math.log2(math.e)
+
+
+@cute.jit
+def block_max(v: cutlass.Float32, red: cute.Tensor) -> cutlass.Float32:
+    lane = cute.arch.lane_idx()
+    warp = cute.arch.warp_idx()
+    v = cute.arch.warp_reduction_max(v)
+    if lane == 0:
+        red[warp] = v
+    cute.arch.sync_threads()
+    if lane < WARPS:
+        p = red[lane]
+    else:
+        p = -cutlass.Float32.inf
+    return cute.arch.warp_reduction_max(p)
+
+
+@cute.jit
+def block_sum(v: cutlass.Float32, red: cute.Tensor) -> cutlass.Float32:
+    lane = cute.arch.lane_idx()
+    warp = cute.arch.warp_idx()
+    v = cute.arch.warp_reduction_sum(v)
+    if lane == 0:
+        red[warp] = v
+    cute.arch.sync_threads()
+    if lane < WARPS:
+        p = red[lane]
+    else:
+        p = cutlass.Float32(0.0)
+    return cute.arch.warp_reduction_sum(p)
+
+
+@cute.kernel
+def softmax_kernel(gX: cute.Tensor, gY: cute.Tensor):
+    # gX, gY: ((1, VEC), (M, N // VEC))
+    tidx, _, _ = cute.arch.thread_idx()
+    row, _, _ = cute.arch.block_idx()
+    nvec = cute.size(gX, mode=[1, 1])
+    smem = SmemAllocator()
+    red_max = smem.allocate_tensor(cutlass.Float32, cute.make_layout(WARPS), byte_alignment=16)
+    red_sum = smem.allocate_tensor(cutlass.Float32, cute.make_layout(WARPS), byte_alignment=16)
+
+    m = -cutlass.Float32.inf
+    for j in cutlass.range(tidx, nvec, THREADS):
+        x = gX[(0, None), (row, j)].load()
+        m = cute.arch.fmax(m, x.reduce(cute.ReductionOp.MAX, -cutlass.Float32.inf, 0))
+    row_max = block_max(m, red_max)
+
+    s = cutlass.Float32(0.0)
+    for j in cutlass.range(tidx, nvec, THREADS):
+        x = gX[(0, None), (row, j)].load()
+        e = cute.math.exp2((x - row_max) * LOG2E, fastmath=True)
+        s = s + e.reduce(cute.ReductionOp.ADD, 0.0, 0)
+    inv = 1.0 / block_sum(s, red_sum)
+
+    for j in cutlass.range(tidx, nvec, THREADS):
+        x = gX[(0, None), (row, j)].load()
+        gY[(0, None), (row, j)].store(cute.math.exp2((x - row_max) * LOG2E, fastmath=True) * inv)
+
+
+@cute.jit
+def softmax(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    gX = cute.zipped_divide(mX, (1, VEC))
+    gY = cute.zipped_divide(mY, (1, VEC))
+    softmax_kernel(gX, gY).launch(grid=[cute.size(mX, mode=[0]), 1, 1], block=[THREADS, 1, 1],
+                                  stream=stream)
+
+
+def build(spec):
+    M, N = spec.dims["M"], spec.dims["N"]
+    assert N % VEC == 0 and M * N < 2**31  # 16-byte rows; 32-bit offsets
+    x = make_fake_compact_tensor(cutlass.Float32, (M, N), stride_order=(1, 0), assumed_align=16)
+    y = make_fake_compact_tensor(cutlass.Float32, (M, N), stride_order=(1, 0), assumed_align=16)
+    stream = make_fake_stream(use_tvm_ffi_env_stream=True)
+    return cute.compile(softmax, x, y, stream, options="--enable-tvm-ffi")  # run(x, y)

@@ -1,0 +1,33 @@
+//! mkb-analysis: paired statistics, tables, exports, the HTML report, simulation and power for
+//! MetaKernelBench (ARCHITECTURE.md, "Scoring"; the user-facing description is docs/analysis.md).
+//!
+//! Everything starts from a slice of [`AttemptRow`] (one per attempt, from the run store or
+//! from [`simulate()`]) and is pure:
+//! - `mkb analyze`: [`analyze`] -> [`Analysis`] (serde: the `--json` output), [`render_tables`]
+//!   (terminal), [`to_csv`] (one row per cell; also `table::source_tables_csv`,
+//!   `table::usage_csv`);
+//! - `mkb export`: [`export()`] (parquet / csv / jsonl, schema [`EXPORT_COLUMNS`]);
+//! - `mkb report`: [`render_report`] / [`render_report_with`] (self-contained HTML);
+//! - `mkb simulate`: [`simulate()`] with [`SimConfig`]; [`coverage_study`] checks the CI on it;
+//! - `mkb power`: [`power()`] with [`PowerConfig`], [`render_power`], [`fit_sim_config`];
+//! - the example report of docs/: [`report::write_example_report`].
+
+pub mod analysis;
+pub mod bootstrap;
+pub mod export;
+pub mod parquet;
+pub mod power;
+pub mod report;
+pub mod rng;
+pub mod row;
+pub mod simulate;
+pub mod stats;
+pub mod table;
+
+pub use analysis::{analyze, Analysis, AnalysisOptions, CellStats};
+pub use export::{export, export_schema_markdown, ExportFormat, EXPORT_COLUMNS};
+pub use power::{fit_sim_config, power, render_power, PowerConfig, PowerReport};
+pub use report::{render_report, render_report_with, ReportOptions};
+pub use row::{AttemptRow, Outcome};
+pub use simulate::{coverage_study, simulate, CoverageConfig, CoverageReport, SimConfig, SimModel};
+pub use table::{render_tables, to_csv};

@@ -1,0 +1,278 @@
+//! Between the store and the analysis: one `AttemptRow` per stored attempt (its final
+//! evaluation, its skill's source score, tokens, artifacts), and the reverse for `mkb simulate`,
+//! which writes synthetic rows into a store exactly like a real run's.
+
+use crate::store::{AttemptRecord, FinalEvalRecord, SkillRecord, Store};
+use anyhow::Result;
+use mkb_analysis::AttemptRow;
+use mkb_core::{Baseline, Condition, EndReason, EvalMode, EvalReport, Family, Timing, Verdict};
+use std::collections::BTreeMap;
+
+/// The analysis rows of a run. A final evaluation in compile mode proves compilation only,
+/// so such attempts count as not correct (no correctness was checked, no runtime measured).
+pub fn rows_from_store(store: &Store, run_name: &str) -> Result<Vec<AttemptRow>> {
+    let attempts = store.attempts()?;
+    let finals: BTreeMap<String, FinalEvalRecord> = store
+        .final_evals()?
+        .into_iter()
+        .map(|f| (f.attempt_id.clone(), f))
+        .collect();
+    let skills: BTreeMap<String, SkillRecord> = store
+        .skills()?
+        .into_iter()
+        .map(|s| (s.id.clone(), s))
+        .collect();
+    let skill_of_attempt: BTreeMap<String, &SkillRecord> = skills
+        .values()
+        .map(|s| (s.source_attempt.clone(), s))
+        .collect();
+    let score_of =
+        |id: &str| -> Option<f64> { finals.get(id).map(|f| effective(&f.report, &f.mode).2) };
+    let mut rows = Vec::with_capacity(attempts.len());
+    for a in &attempts {
+        let fin = finals.get(&a.id);
+        let (verdict, correct, score) = match fin {
+            Some(f) => effective(&f.report, &f.mode),
+            None => (None, false, 0.0),
+        };
+        let report = fin.map(|f| &f.report);
+        let used_skill = a.skill_id.as_ref().and_then(|id| skills.get(id));
+        let own_skill = skill_of_attempt.get(&a.id).copied();
+        let skill = own_skill.or(used_skill);
+        rows.push(AttemptRow {
+            run_name: run_name.to_string(),
+            attempt_id: Some(a.id.clone()),
+            model: a.model.clone(),
+            problem: a.problem.clone(),
+            family: a
+                .family
+                .chars()
+                .next()
+                .and_then(Family::from_letter)
+                .unwrap_or(Family::A),
+            target: a.dsl,
+            condition: a.condition,
+            run_index: a.run,
+            verdict,
+            correct,
+            runtime_us: if correct {
+                report.and_then(|r| r.runtime.as_ref().map(|t| t.median_us))
+            } else {
+                None
+            },
+            t_ref_us: report.and_then(|r| r.t_ref_us),
+            t_compile_us: report.and_then(|r| {
+                r.baselines
+                    .iter()
+                    .filter(|b| b.kind == "compile")
+                    .map(|b| b.timing.median_us)
+                    .reduce(f64::min)
+            }),
+            score,
+            source_score: used_skill.and_then(|s| score_of(&s.source_attempt)),
+            source_attempt_id: used_skill.map(|s| s.source_attempt.clone()),
+            noise_eps: mkb_analysis::row::DEFAULT_NOISE_EPS,
+            input_tokens: a.input_tokens,
+            output_tokens: a.output_tokens,
+            skill_tokens: own_skill.map(|s| s.input_tokens + s.output_tokens),
+            wall_s: a.wall_s,
+            end_reason: Some(a.end_reason),
+            turns: a.turns,
+            tool_evals: a.tool_evals,
+            skill_flags: skill.map(|s| s.flags.clone()).unwrap_or_default(),
+            kernel_path: a.final_kernel.clone(),
+            skill_path: skill.map(|s| s.path.clone()),
+            trajectory_path: Some(a.trajectory.clone()).filter(|t| !t.is_empty() && t != SIMULATED),
+        });
+    }
+    Ok(rows)
+}
+
+/// (verdict, correct, score) of a final evaluation.
+fn effective(r: &EvalReport, mode: &str) -> (Option<Verdict>, bool, f64) {
+    let correct = r.verdict == Verdict::Correct && mode != EvalMode::Compile.as_str();
+    (
+        Some(r.verdict),
+        correct,
+        if correct { r.score() } else { 0.0 },
+    )
+}
+
+/// The trajectory path of a simulated attempt (there is none).
+pub const SIMULATED: &str = "(simulated)";
+
+/// Write simulated rows into a store as attempts, skills and final evaluations, so that every
+/// command that reads a run (analyze, export, report, status) reads it the same way.
+pub fn write_simulated(store: &mut Store, rows: &[AttemptRow]) -> Result<usize> {
+    store.set_meta("simulated", "true")?;
+    let id_of = |r: &AttemptRow| {
+        format!(
+            "{}/{}/{}/{}/r{}",
+            r.model, r.problem, r.target, r.condition, r.run_index
+        )
+    };
+    // The simulator names attempts its own way: map its ids to the store's.
+    let ids: BTreeMap<String, String> = rows
+        .iter()
+        .filter_map(|r| r.attempt_id.clone().map(|a| (a, id_of(r))))
+        .collect();
+    // Solo attempts first, so that their skills exist before the attempts that use them.
+    let mut order: Vec<&AttemptRow> = rows.iter().collect();
+    order.sort_by_key(|r| (r.condition != Condition::Solo, id_of(r)));
+    let mut n = 0;
+    for r in order {
+        let id = id_of(r);
+        let skill_id = match r.condition {
+            Condition::Conditioned | Condition::Placebo => r
+                .source_attempt_id
+                .as_ref()
+                .map(|s| format!("skill:{}", ids.get(s).cloned().unwrap_or_else(|| s.clone()))),
+            _ => None,
+        };
+        let rec = AttemptRecord {
+            id: id.clone(),
+            model: r.model.clone(),
+            problem: r.problem.clone(),
+            family: r.family.to_string(),
+            dsl: r.target,
+            condition: r.condition,
+            run: r.run_index,
+            skill_id,
+            end_reason: r.end_reason.unwrap_or(EndReason::Submitted),
+            turns: r.turns,
+            input_tokens: r.input_tokens,
+            output_tokens: r.output_tokens,
+            tool_evals: r.tool_evals,
+            wall_s: r.wall_s,
+            final_kernel: None,
+            final_source: "none".into(),
+            trajectory: SIMULATED.into(),
+            error: None,
+            finished_at: mkb_core::utc_now(),
+        };
+        let skill = (r.condition == Condition::Solo).then(|| SkillRecord {
+            id: format!("skill:{id}"),
+            source_attempt: id.clone(),
+            model: r.model.clone(),
+            problem: r.problem.clone(),
+            source_dsl: r.target,
+            name: "simulated".into(),
+            description: "a simulated skill".into(),
+            path: SIMULATED.into(),
+            chars: 0,
+            input_tokens: r.skill_tokens.unwrap_or(0),
+            output_tokens: 0,
+            flags: r.skill_flags.clone(),
+        });
+        if store.record_attempt(&rec, &[], skill.as_ref())? {
+            n += 1;
+        }
+        let verdict = r.verdict.unwrap_or(Verdict::CompileError);
+        let mut report = EvalReport::infrastructure(
+            EvalMode::Full,
+            verdict,
+            "simulated",
+            "a simulated evaluation".into(),
+        );
+        report.reason = if verdict == Verdict::Correct {
+            None
+        } else {
+            Some("simulated".into())
+        };
+        let timing = |us: f64| Timing {
+            median_us: us,
+            iqr_us: 0.0,
+            reps: 100,
+            timer: "simulated".into(),
+            wall_us_per_call: None,
+        };
+        report.runtime = r.runtime_us.filter(|_| r.correct).map(timing);
+        report.t_ref_us = r.t_ref_us;
+        report.t_ref_name = r.t_ref_us.map(|_| "eager".to_string());
+        if let Some(tc) = r.t_compile_us {
+            report.baselines.push(Baseline {
+                name: "torch.compile".into(),
+                kind: "compile".into(),
+                timing: timing(tc),
+            });
+        }
+        store.record_final_group(&[FinalEvalRecord {
+            attempt_id: id,
+            group: format!("{}/{}", r.problem, r.target),
+            mode: "full".into(),
+            report,
+            finished_at: mkb_core::utc_now(),
+        }])?;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mkb_analysis::{analyze, simulate, AnalysisOptions, SimConfig};
+
+    #[test]
+    fn simulated_rows_roundtrip_through_the_store() {
+        let cfg = SimConfig {
+            problems: 6,
+            runs: 2,
+            ..SimConfig::default()
+        };
+        let rows = simulate(&cfg, 7);
+        let tmp = tempfile::tempdir().unwrap();
+        let mut store = Store::open(tmp.path()).unwrap();
+        let n = write_simulated(&mut store, &rows).unwrap();
+        assert_eq!(n, rows.len());
+        let back = rows_from_store(&store, &cfg.run_name).unwrap();
+        assert_eq!(back.len(), rows.len());
+        let key = |r: &AttemptRow| {
+            (
+                r.model.clone(),
+                r.problem.clone(),
+                r.target,
+                r.condition,
+                r.run_index,
+            )
+        };
+        let orig: BTreeMap<_, _> = rows.iter().map(|r| (key(r), r)).collect();
+        for b in &back {
+            let o = orig[&key(b)];
+            assert_eq!(b.correct, o.correct, "{}", b.label());
+            assert!(
+                (b.effective_score() - o.effective_score()).abs() < 1e-9,
+                "{}",
+                b.label()
+            );
+            if b.condition == Condition::Conditioned {
+                assert_eq!(
+                    b.source_score.map(|x| (x * 1e6).round()),
+                    o.source_score.map(|x| (x * 1e6).round()),
+                    "{}",
+                    b.label()
+                );
+            }
+        }
+        // The analysis of the stored run equals the analysis of the simulated rows.
+        let opts = AnalysisOptions {
+            resamples: 200,
+            ..AnalysisOptions::default()
+        };
+        let lift = |rows: &[AttemptRow]| {
+            analyze(rows, &opts)
+                .cells
+                .iter()
+                .map(|c| c.lift.unwrap_or(f64::NAN))
+                .collect::<Vec<_>>()
+        };
+        let (l1, l2) = (lift(&rows), lift(&back));
+        assert!(!l1.is_empty());
+        assert_eq!(l1.len(), l2.len());
+        for (x, y) in l1.iter().zip(&l2) {
+            assert!(
+                (x - y).abs() < 1e-9 || (x.is_nan() && y.is_nan()),
+                "{l1:?} vs {l2:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,269 @@
+"""The judge: the protocol server of docs/protocol.md (version 1). Requests arrive as JSON lines on
+stdin; responses and progress events leave on a private duplicate of fd 1, and fd 1 itself is
+pointed at fd 2 at start-up, so nothing the judge, torch or a runner prints can reach the channel.
+The judge never imports candidate code: runners do (mkb_eval.runner), one per candidate, from a
+warm pool per DSL.
+
+    python -m mkb_eval.judge [--pool-size 1] [--no-prewarm] [--read-policy enforce|log|off]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import traceback
+from typing import IO, Any
+
+from . import PROTOCOL_VERSION
+
+
+def open_channel() -> IO[str]:
+    """Duplicate fd 1 for the protocol and point fd 1 at fd 2 (before anything else can print)."""
+    sys.stdout.flush()
+    fd = os.dup(1)  # not inheritable: runners never get it
+    os.dup2(2, 1)
+    return os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+
+
+class Session:
+    """Judge-wide state: GPU facts, the runner pool, the baseline cache, loaded problems."""
+
+    def __init__(self, options: Any, pool_size: int, prewarm: bool, netns: bool):
+        import torch
+        import torch.multiprocessing  # noqa: F401  (CUDA tensors travel to runners as IPC handles)
+
+        from . import gpuinfo
+        from .adapters import DSLS, probe
+        from .pool import RunnerPool
+
+        self.options = options
+        self.can_run = bool(torch.cuda.is_available())
+        self.device = "cuda"
+        self.gpu_name = torch.cuda.get_device_name(0) if self.can_run else None
+        self.versions = gpuinfo.versions()
+        self.dsls = {d: probe(d) for d in DSLS}
+        remove_stale_roots()
+        self.root = tempfile.mkdtemp(prefix=f"mkb-judge-{os.getpid()}-")
+        self.pool = RunnerPool(self.root, os.environ, pool_size, netns)
+        self.baseline_cache: dict[tuple[str, str], dict[str, Any]] = {}
+        self._flush: Any = None
+        self._pools: dict[int, Any] = {}
+        if prewarm:
+            for d, info in self.dsls.items():
+                if info.get("available"):
+                    self.pool.prewarm(d)
+
+    def hello(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "python": self.versions["python"], "torch": self.versions["torch"],
+                "cuda": self.versions["cuda"], "gpu": self.gpu_name, "can_run": self.can_run, "dsls": self.dsls}
+
+    def problem(self, problem_dir: str) -> Any:
+        from .problem import load_problem
+
+        return load_problem(problem_dir)
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+    def collect_ipc(self) -> None:
+        if self.can_run:
+            import torch
+
+            torch.cuda.synchronize()
+            torch.cuda.ipc_collect()
+
+    def shared_pool(self, slot: int) -> Any:
+        """The memory pool for the buffers of the `slot`-th candidate of a group: CUDA IPC maps
+        whole allocator segments, so nothing else of the judge's (references, input clones, other
+        candidates' buffers) may share a segment with them. Pools are reused across requests, so
+        the memory they cache stays bounded by the largest group."""
+        import torch
+
+        if os.environ.get("MKB_EVAL_NO_SHARED_POOL") or not hasattr(torch.cuda, "MemPool"):
+            return None
+        if slot not in self._pools:
+            try:
+                self._pools[slot] = torch.cuda.MemPool()
+            except Exception:  # noqa: BLE001 - fall back to the default pool
+                self._pools[slot] = None
+        return self._pools[slot]
+
+    def alloc_in_pool(self, pool: Any, decls: Any, shape: Any) -> list[Any]:
+        import torch
+
+        from .problem import allocate
+
+        if pool is None:
+            return allocate(decls, shape, self.device)
+        with torch.cuda.use_mem_pool(pool):
+            return allocate(decls, shape, self.device)
+
+    def flush_buffer(self) -> Any:
+        if self._flush is None:
+            from .timing import l2_flush_buffer
+
+            self._flush = l2_flush_buffer()
+        return self._flush
+
+    def shutdown(self) -> None:
+        self.pool.shutdown()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def remove_stale_roots() -> None:
+    """Remove scratch roots of judges that died without cleaning up (a judge killed by SIGKILL)."""
+    tmp = tempfile.gettempdir()
+    for name in os.listdir(tmp):
+        parts = name.split("-")
+        if len(parts) < 4 or parts[0] != "mkb" or parts[1] != "judge" or not parts[2].isdigit():
+            continue
+        pid = int(parts[2])
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"mkb_eval.judge" in f.read():
+                    continue  # that judge is alive
+        except OSError:
+            pass
+        shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
+def _error(req_id: Any, message: str) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "id": req_id, "ok": False, "error": message}
+
+
+def validate_evaluate(req: dict[str, Any], session: Session) -> str | None:
+    """Why an evaluate request cannot be served, or None."""
+    from .evaluation import MODES
+    from .problem import ProblemError
+
+    for f in ("problem_dir", "dsl", "mode", "candidates", "seed"):
+        if f not in req:
+            return f"missing field {f!r}"
+    if req["dsl"] not in session.dsls:
+        return f"unknown DSL {req['dsl']!r} (known: {', '.join(session.dsls)})"
+    if req["mode"] not in MODES:
+        return f"unknown mode {req['mode']!r} (known: {', '.join(MODES)})"
+    if not isinstance(req["seed"], int) or isinstance(req["seed"], bool):
+        return "seed must be an integer"
+    cands = req["candidates"]
+    if not isinstance(cands, list) or not cands:
+        return "candidates must be a non-empty list"
+    keys = set()
+    for c in cands:
+        if not isinstance(c, dict) or not isinstance(c.get("key"), str) or not isinstance(c.get("path"), str):
+            return "every candidate needs a string key and a string path"
+        if c["key"] in keys:
+            return f"duplicate candidate key {c['key']!r}"
+        keys.add(c["key"])
+    for f in ("limits", "timing"):
+        if f in req and not isinstance(req[f], dict):
+            return f"{f} must be an object"
+    if not isinstance(req["problem_dir"], str) or not os.path.isdir(req["problem_dir"]):
+        return f"problem_dir {req['problem_dir']!r} is not a folder"
+    try:
+        session.problem(req["problem_dir"])
+    except ProblemError as e:
+        return f"bad problem: {e}"
+    return None
+
+
+def serve(inp: IO[str], out: IO[str], session: Session) -> int:
+    """Answer requests until shutdown or end of input; returns the exit status."""
+    from .evaluation import GroupEvaluation
+
+    def send(obj: dict[str, Any]) -> None:
+        out.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
+        out.flush()
+
+    for line in inp:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+        except ValueError as e:
+            send(_error(None, f"bad JSON: {e}"))
+            continue
+        if not isinstance(req, dict):
+            send(_error(None, "a request must be a JSON object"))
+            continue
+        rid = req.get("id")
+        if req.get("v") != PROTOCOL_VERSION:
+            send(_error(rid, f"unsupported protocol version {req.get('v')!r} (this judge speaks {PROTOCOL_VERSION}); "
+                        "exiting"))
+            return 2
+        op = req.get("op")
+        if op == "hello":
+            send({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **session.hello()})
+        elif op == "shutdown":
+            send({"v": PROTOCOL_VERSION, "id": rid, "ok": True})
+            return 0
+        elif op == "evaluate":
+            problem = validate_evaluate(req, session)
+            if problem is not None:
+                send(_error(rid, problem))
+                continue
+            try:
+                result = GroupEvaluation(session, req, send).run()
+            except Exception as e:  # noqa: BLE001 - keep serving; say what broke
+                traceback.print_exc()
+                send(_error(rid, f"the judge failed on this request: {type(e).__name__}: {e}"))
+                continue
+            send(_finite({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **result}))
+        else:
+            send(_error(rid, f"unknown op {op!r} (hello, evaluate, shutdown)"))
+    return 0
+
+
+def _finite(obj: Any) -> Any:
+    """JSON has no NaN/Infinity: replace non-finite floats by null."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = open_channel()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pool-size", type=int, default=int(os.environ.get("MKB_EVAL_POOL_SIZE", "1")),
+                    help="warm runners kept per DSL")
+    ap.add_argument("--no-prewarm", action="store_true", help="start runners only when a candidate needs one")
+    ap.add_argument("--read-policy", choices=("enforce", "log", "off"),
+                    default=os.environ.get("MKB_EVAL_READ_POLICY", "enforce"),
+                    help="reads outside the allowed roots: refuse (enforce), only record (log), or ignore")
+    ap.add_argument("--no-netns", action="store_true", help="do not put runners in a private network namespace")
+    ap.add_argument("--check-trials", type=int, default=5)
+    ap.add_argument("--bench-trials", type=int, default=2)
+    ap.add_argument("--max-reps", type=int, default=20000)
+    ap.add_argument("--runner-start-s", type=float, default=600.0)
+    args = ap.parse_args(argv)
+
+    from .evaluation import JudgeOptions
+
+    opts = JudgeOptions(check_trials=args.check_trials, bench_trials=args.bench_trials, max_reps=args.max_reps,
+                        runner_start_s=args.runner_start_s, read_policy=args.read_policy)
+    session = Session(opts, args.pool_size, not args.no_prewarm, not args.no_netns)
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        return serve(sys.stdin, out, session)
+    finally:
+        session.shutdown()
+        out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,315 @@
+"""The runner: one process per candidate (docs/evaluator.md). Started warm by the judge with torch
+and the DSL already imported; then it sandboxes itself, imports the candidate's kernel.py from its
+scratch dir and only does what the judge asks: build, bind (CUDA-IPC buffers owned by the judge),
+call (optionally recorded: dispatcher ops + profiler activities between marker kernels), time
+(L2 flush outside the window, CUDA events). It never sees a reference result or the seed.
+
+Judge -> runner messages are pickles (they carry CUDA IPC handles); runner -> judge messages are
+JSON, so the judge never unpickles anything a candidate could have shaped.
+
+    python -m mkb_eval.runner --fd N --dsl cute --scratch DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any
+
+MAX_ERROR_CHARS = 6000
+MARK_CYCLES = 1000
+
+
+def _tb(e: BaseException) -> str:
+    s = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    return s if len(s) <= MAX_ERROR_CHARS else "...\n" + s[-MAX_ERROR_CHARS:]
+
+
+def _summary(e: BaseException) -> str:
+    """One line for the report's message: the exception type and its most telling lines (the
+    compiler's `error:` lines when the text is a compiler log)."""
+    text = str(e).replace("\x00", "").strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "error" in ln.lower()]
+    s = " | ".join((errs or lines)[:3])
+    return f"{type(e).__name__}: {s}"[:600] if s else type(e).__name__
+
+
+class Abort(Exception):
+    """The judge stopped a timing loop (a checkpoint failed)."""
+
+
+class Runner:
+    def __init__(self, conn: Any, dsl: str, scratch: str, net_msg: str, net_ok: bool):
+        import torch
+
+        from . import problem, sandbox, timing  # noqa: F401  (imported before the sandbox)
+        from .adapters import KernelRecorder, get_adapter
+
+        self.conn = conn
+        self.dsl = dsl
+        self.scratch = os.path.realpath(scratch)
+        self.kernel_path = os.path.join(self.scratch, "kernel.py")
+        self.torch = torch
+        self.timing = timing
+        self.recorder = KernelRecorder()
+        self.adapter = get_adapter(dsl)
+        self.has_gpu = bool(torch.cuda.is_available())
+        self.compile_only = not self.has_gpu
+        self.net = {"isolated": net_ok, "detail": net_msg}
+        self.sandbox: Any = None
+        self.module: Any = None
+        self.runs: dict[str, Any] = {}
+        self.bound: dict[str, tuple[list[Any], list[Any]]] = {}
+        self.flush: Any = None
+        self._sleep = torch.cuda._sleep
+        self._sync = torch.cuda.synchronize
+
+    # -- messages ---------------------------------------------------------------------------------
+    def send(self, msg: dict[str, Any]) -> None:
+        if "event" not in msg:
+            msg["violations"] = list(self.sandbox.violations) if self.sandbox is not None else []
+            msg["ids"] = self.identities()
+        self.conn.send_bytes(json.dumps(msg, default=str).encode())
+
+    def recv(self) -> dict[str, Any]:
+        msg = self.conn.recv()
+        if not isinstance(msg, dict):
+            raise RuntimeError(f"runner: bad message {type(msg)}")
+        return msg
+
+    def identities(self) -> dict[str, int]:
+        ids = self.timing.watched_identities()
+        cls = type(self)
+        for name in ("record_call", "op_call", "op_time", "op_build", "send", "identities"):
+            ids[f"mkb_eval.runner.Runner.{name}"] = id(cls.__dict__.get(name))
+        ids["mkb_eval.runner.Runner"] = id(sys.modules[__name__].Runner)
+        return ids
+
+    # -- start-up ---------------------------------------------------------------------------------
+    def start(self) -> dict[str, Any]:
+        import torch.multiprocessing  # noqa: F401  (CUDA tensor reductions for the pipe)
+        import torch.profiler  # noqa: F401
+        import torch.utils._python_dispatch  # noqa: F401
+
+        torch = self.torch
+        os.makedirs(os.path.join(self.scratch, "tmp"), exist_ok=True)
+        os.makedirs(os.path.join(self.scratch, "cache"), exist_ok=True)
+        self.adapter.setup(self.compile_only, self.scratch)
+        version = self.adapter.import_dsl(self.has_gpu)
+        self.adapter.install_hooks(self.recorder, self.compile_only)
+        gpu = None
+        if self.has_gpu:
+            torch.cuda.init()
+            torch.empty(1, device="cuda")
+            gpu = torch.cuda.get_device_name(0)
+        return {"ready": True, "dsl": self.dsl, "version": version, "gpu": gpu, "compile_only": self.compile_only,
+                "net": self.net, "pid": os.getpid(), "python": sys.version.split()[0]}
+
+    # -- operations -------------------------------------------------------------------------------
+    def op_load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from .sandbox import Sandbox, set_limits
+
+        limits = msg.get("limits", {})
+        set_limits(float(limits.get("total_s", 1200)) + 30.0, 1 << 30)
+        self.sandbox = Sandbox(self.scratch, self.kernel_path, read_policy=msg.get("read_policy", "enforce"))
+        self.sandbox.install()
+        sys.dont_write_bytecode = True
+        try:
+            spec = importlib.util.spec_from_file_location("kernel", self.kernel_path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["kernel"] = module
+            spec.loader.exec_module(module)
+        except BaseException as e:  # noqa: BLE001 - any failure of candidate code is a verdict
+            return {"ok": False, "reason": "load_error", "error": _tb(e), "summary": _summary(e)}
+        self.module = module
+        build = module.__dict__.get("build")
+        if not callable(build):
+            return {"ok": False, "reason": "missing_build", "error": "kernel.py defines no callable build(spec)"}
+        return {"ok": True}
+
+    def op_build(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from .problem import spec_from_wire
+
+        spec = spec_from_wire(msg["spec"])
+        t0 = time.perf_counter()
+        try:
+            fn = self.module.__dict__["build"](spec)
+        except BaseException as e:  # noqa: BLE001
+            return {"ok": False, "reason": "build_error", "error": _tb(e), "summary": _summary(e),
+                    "compile_s": time.perf_counter() - t0}
+        dt = time.perf_counter() - t0
+        if not callable(fn):
+            return {"ok": False, "reason": "build_error", "compile_s": dt,
+                    "error": f"build(spec) returned {type(fn).__name__}, not a callable run(...)"}
+        self.runs[spec.name] = fn
+        return {"ok": True, "compile_s": dt, "kernels": list(self.recorder.names)}
+
+    def op_bind(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.bound[msg["shape"]] = (list(msg["inputs"]), list(msg["outputs"]))
+        return {"ok": True}
+
+    def _call_fn(self, shape: str) -> Any:
+        fn = self.runs[shape]
+        ins, outs = self.bound[shape]
+        args = [*ins, *outs]
+        return lambda: fn(*args)
+
+    def record_call(self, call: Any) -> dict[str, Any]:
+        """One call under a TorchDispatchMode and the profiler, between two marker kernels."""
+        from torch.profiler import ProfilerActivity, profile
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class OpRecorder(TorchDispatchMode):
+            def __init__(self) -> None:
+                super().__init__()
+                self.ops: list[str] = []
+
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                self.ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+
+        rec = OpRecorder()
+        self._sync()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            self._sleep(MARK_CYCLES)
+            with rec:
+                call()
+            self._sleep(MARK_CYCLES)
+            self._sync()
+        events = []
+        for e in prof.profiler.kineto_results.events():
+            if not str(e.device_type()).endswith("CUDA"):
+                continue
+            name = str(e.name())
+            if name.startswith("Memcpy"):
+                kind = "memcpy"
+            elif name.startswith("Memset"):
+                kind = "memset"
+            elif name in ("Event Sync", "Stream Sync", "Context Sync", "Stream Wait Event", "Event Record"):
+                kind = "sync"
+            elif name in ("", "INVALID"):
+                kind = "unnamed"  # kineto could not name it (seen around CuTe module loads); kept, not judged
+            else:
+                kind = "kernel"
+            start = e.start_ns() if hasattr(e, "start_ns") else 0
+            events.append((start, {"name": name, "kind": kind, "stream": int(e.device_resource_id())}))
+        events.sort(key=lambda x: x[0])
+        return {"ops": rec.ops, "activities": [e for _, e in events], "allowed_kernels": list(self.recorder.names)}
+
+    def op_call(self, msg: dict[str, Any]) -> dict[str, Any]:
+        call = self._call_fn(msg["shape"])
+        try:
+            if msg.get("checked"):
+                record = self.record_call(call)
+            else:
+                call()
+                record = None
+            self._sync()
+        except BaseException as e:  # noqa: BLE001
+            return {"ok": False, "reason": "runtime_error", "error": _tb(e), "summary": _summary(e)}
+        return {"ok": True, "record": record}
+
+    def op_time(self, msg: dict[str, Any]) -> dict[str, Any]:
+        timing = self.timing
+        call = self._call_fn(msg["shape"])
+        if self.flush is None and msg.get("flush", True):
+            self.flush = timing.l2_flush_buffer()
+        checkpoints = set(int(i) for i in msg.get("checkpoints", []))
+        profile_at = msg.get("profile_at")
+        profile: dict[str, Any] = {}
+
+        def before(i: int) -> None:
+            if i in checkpoints:
+                self.send({"event": "checkpoint", "phase": "before", "rep": i})
+                if self.recv().get("op") != "go":
+                    raise Abort()
+
+        def after(i: int, t: float) -> None:
+            if i in checkpoints:
+                self.send({"event": "checkpoint", "phase": "after", "rep": i, "time_us": t})
+                if self.recv().get("op") != "continue":
+                    raise Abort()
+
+        def extra(i: int) -> None:
+            if profile_at is not None and i == int(profile_at):
+                profile["record"] = self.record_call(call)
+
+        try:
+            for _ in range(int(msg.get("warmup", 0))):
+                call()
+            self._sync()
+            times = timing.timed_reps(call, int(msg["reps"]), self.flush if msg.get("flush", True) else None,
+                                      before, after, extra)
+            wall = timing.wall_per_call_us(call, int(msg["wall_calls"])) if msg.get("wall_calls") else None
+        except Abort:
+            return {"ok": False, "reason": "aborted", "error": "timing stopped by the judge"}
+        except BaseException as e:  # noqa: BLE001
+            return {"ok": False, "reason": "runtime_error", "error": _tb(e), "summary": _summary(e)}
+        return {"ok": True, "times_us": times, "wall_us_per_call": wall, "profile": profile.get("record")}
+
+    def serve(self) -> None:
+        ops = {"load": self.op_load, "build": self.op_build, "bind": self.op_bind, "call": self.op_call,
+               "time": self.op_time}
+        while True:
+            try:
+                msg = self.recv()
+            except EOFError:
+                return
+            op = msg.get("op")
+            if op == "exit":
+                self.send({"ok": True})
+                return
+            handler = ops.get(str(op))
+            if handler is None:
+                self.send({"ok": False, "reason": "protocol", "error": f"unknown op {op!r}"})
+                continue
+            try:
+                reply = handler(msg)
+            except BaseException as e:  # noqa: BLE001 - the harness itself failed: say so
+                reply = {"ok": False, "reason": "harness_error", "error": _tb(e), "summary": _summary(e)}
+            self.send(reply)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--fd", type=int, required=True)
+    ap.add_argument("--dsl", required=True)
+    ap.add_argument("--scratch", required=True)
+    ap.add_argument("--no-netns", action="store_true")
+    args = ap.parse_args(argv)
+
+    from .sandbox import die_with_parent, unshare_net
+
+    die_with_parent()
+    # Before torch starts any thread: every later thread inherits the empty network namespace.
+    net_ok, net_msg = (False, "disabled") if args.no_netns else unshare_net()
+    from multiprocessing.connection import Connection
+
+    conn = Connection(args.fd)
+    try:
+        runner = Runner(conn, args.dsl, args.scratch, net_msg, net_ok)
+        ready = runner.start()
+    except BaseException as e:  # noqa: BLE001
+        conn.send_bytes(json.dumps({"ready": False, "error": _tb(e)}).encode())
+        sys.stdout.flush()
+        os._exit(3)
+    ready["ids"] = runner.identities()
+    ready["violations"] = []
+    conn.send_bytes(json.dumps(ready).encode())
+    try:
+        runner.serve()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

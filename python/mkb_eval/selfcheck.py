@@ -1,0 +1,105 @@
+"""GPU self-check: evaluates every expert solution (problems/*/*/{cute,tirx}/solution.py) and the
+known-correct test fixtures through a real judge, in full mode on a GPU (compile mode without
+one), and prints a compact table; --out writes every report as JSON.
+
+    python -m mkb_eval.selfcheck                       # all solutions + fixtures, full mode
+    python -m mkb_eval.selfcheck --only A01 --mode test --out bench/h200/selfcheck.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .cli import JudgeClient
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "python" / "tests" / "fixtures"
+
+
+def find_targets(problems: Path, include_fixtures: bool) -> list[tuple[str, Path, str, Path]]:
+    """(label, problem dir, dsl, candidate) for every solution, plus the fixtures of A01."""
+    out = []
+    for sol in sorted(problems.glob("*/*/*/solution.py")):
+        dsl = sol.parent.name
+        if dsl in ("cute", "tirx"):
+            out.append((f"{sol.parents[1].name}/{dsl}/solution", sol.parents[1], dsl, sol))
+    a01 = problems / "A" / "A01_bias_gelu"
+    if include_fixtures and a01.is_dir():
+        for dsl in ("cute", "tirx"):
+            f = FIXTURES / f"a01_{dsl}_ok.py"
+            if f.is_file():
+                out.append((f"A01_bias_gelu/{dsl}/fixture", a01, dsl, f))
+    return out
+
+
+def fmt(x: Any, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def row_of(label: str, dsl: str, rep: dict[str, Any], seconds: float) -> dict[str, Any]:
+    rt = rep.get("runtime") or {}
+    return {"target": label, "dsl": dsl, "verdict": rep.get("verdict"), "reason": rep.get("reason"),
+            "median_us": rt.get("median_us"), "iqr_us": rt.get("iqr_us"), "wall_us": rt.get("wall_us_per_call"),
+            "t_ref_us": rep.get("t_ref_us"), "t_ref_name": rep.get("t_ref_name"),
+            "speedup_eager": rep.get("speedup_eager"), "speedup_compile": rep.get("speedup_compile"),
+            "floor_us": rep.get("floor_us"), "compile_s": rep.get("compile_s"), "seconds": round(seconds, 1),
+            "message": (rep.get("message") or "")[:300]}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (f"{'target':36} {'verdict':20} {'reason':20} {'median_us':>10} {'iqr':>7} {'t_ref_us':>9} "
+            f"{'x_eager':>8} {'x_comp':>7} {'floor':>6} {'build_s':>7}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['target']:36} {r['verdict'] or '-':20} {(r['reason'] or '-')[:20]:20} "
+                     f"{fmt(r['median_us']):>10} {fmt(r['iqr_us']):>7} {fmt(r['t_ref_us']):>9} "
+                     f"{fmt(r['speedup_eager'], '.2f'):>8} {fmt(r['speedup_compile'], '.2f'):>7} "
+                     f"{fmt(r['floor_us']):>6} {fmt(r['compile_s'], '.1f'):>7}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problems", type=Path, default=REPO / "problems")
+    ap.add_argument("--mode", choices=("compile", "test", "bench", "full"), help="default: full on a GPU")
+    ap.add_argument("--only", help="only targets whose label contains this (e.g. A01, tirx)")
+    ap.add_argument("--no-fixtures", action="store_true", help="skip the known-correct A01 test fixtures")
+    ap.add_argument("--seed", type=int, default=20261129)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--judge-arg", action="append", default=[])
+    args = ap.parse_args(argv)
+    targets = find_targets(args.problems, not args.no_fixtures)
+    if args.only:
+        targets = [t for t in targets if args.only in t[0]]
+    if not targets:
+        print("nothing to check", file=sys.stderr)
+        return 1
+    rows, reports = [], {}
+    t_all = time.monotonic()
+    with JudgeClient(args.judge_arg) as judge:
+        hello = judge.request("hello", timeout=600)
+        mode = args.mode or ("full" if hello["can_run"] else "compile")
+        for label, pdir, dsl, cand in targets:
+            t0 = time.monotonic()
+            resp = judge.evaluate(pdir, dsl, mode, {"c": cand}, seed=args.seed)
+            rep = resp["reports"][0]["report"] if resp.get("ok") else {"verdict": "protocol_error",
+                                                                        "message": resp.get("error")}
+            reports[label] = {"response_session": resp.get("session"), "report": rep}
+            rows.append(row_of(label, dsl, rep, time.monotonic() - t0))
+            print(f"{label}: {rep.get('verdict')} {rep.get('reason') or ''} ({time.monotonic() - t0:.0f} s)",
+                  file=sys.stderr, flush=True)
+    print(table(rows))
+    print(f"[mode {mode}, gpu {hello.get('gpu')}, {time.monotonic() - t_all:.0f} s]")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"hello": hello, "mode": mode, "rows": rows, "reports": reports}, indent=2))
+    return 0 if all(r["verdict"] == "correct" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Shared test set-up: paths, single-threaded CPU torch (OpenMP spinning on a busy 2-core machine is
+slower than one thread), and one judge subprocess shared by the protocol and red-team tests."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+
+from mkb_eval.cli import JudgeClient
+
+torch.set_num_threads(1)
+
+REPO = Path(__file__).resolve().parents[2]
+PROBLEMS = REPO / "problems"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgeClient]:
+    """A real judge (python -m mkb_eval.judge) speaking the protocol over pipes."""
+    log = (tmp_path_factory.mktemp("judge") / "stderr.txt").open("w")
+    client = JudgeClient(["--pool-size", "1"], stderr=log)
+    try:
+        yield client
+    finally:
+        rc = client.close()
+        log.close()
+        assert rc == 0, f"judge exited with {rc}"
+
+
+def run_quiet(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)  # type: ignore[call-overload]

@@ -1,0 +1,103 @@
+"""Dynamic-check decisions on synthetic records, timing statistics and the wall-clock rule, and the
+TIRx adapter's kernel-name extraction (pure functions, no GPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mkb_eval.adapters.tirx import kernel_names
+from mkb_eval.correctness import CandidateFailure
+from mkb_eval.dynamic import MARKER_KERNEL, compare_kernel_sets, judge_record, kernel_allowed, op_packet
+from mkb_eval.timing import quantile, summarize, wall_mismatch
+
+KERN = "kernel_cutlass_bias_gelu_kernel_tensorptrbf16_0"
+
+
+def act(name: str, stream: int = 7, kind: str = "kernel") -> dict[str, Any]:
+    return {"name": name, "kind": kind, "stream": stream}
+
+
+def record(*acts: dict[str, Any], ops: list[str] | None = None, allowed: list[str] | None = None) -> dict[str, Any]:
+    return {"ops": ops or [], "allowed_kernels": [KERN] if allowed is None else allowed,
+            "activities": [act(MARKER_KERNEL), *acts, act(MARKER_KERNEL)]}
+
+
+def reason(rec: dict[str, Any]) -> str:
+    with pytest.raises(CandidateFailure) as ei:
+        judge_record(rec, "here")
+    return ei.value.reason
+
+
+def test_clean_record() -> None:
+    ops = ["aten.view.default", "aten.t.default", "aten.empty.memory_format", "aten.as_strided.default",
+           "aten.sym_size.int"]
+    assert judge_record(record(act(KERN), act(KERN), act("Memset (Device)", kind="memset"), ops=ops), "x") == [KERN, KERN]
+
+
+@pytest.mark.parametrize("op", ["aten.add.Tensor", "aten.gelu.default", "aten.copy_.default", "aten.mm.default",
+                                "aten._to_copy.default", "aten.zero_.default", "aten._local_scalar_dense.default"])
+def test_forbidden_ops(op: str) -> None:
+    assert reason(record(act(KERN), ops=["aten.view.default", op])) == "forbidden_torch_op"
+
+
+def test_unnamed_and_sync_activities_are_not_judged() -> None:
+    rec = record(act(KERN), act("INVALID", stream=0, kind="unnamed"), act("Event Sync", stream=99, kind="sync"))
+    assert judge_record(rec, "x") == [KERN]
+
+
+def test_foreign_kernels_memcpy_and_streams() -> None:
+    assert reason(record(act("void at::native::vectorized_elementwise_kernel<4>"))) == "forbidden_kernel"
+    assert reason(record(act("triton_poi_fused_add_0"))) == "forbidden_kernel"
+    assert reason(record(act("Memcpy DtoD (Device -> Device)", kind="memcpy"))) == "forbidden_kernel"
+    assert reason(record(act(KERN, stream=13))) == "side_stream"
+    assert reason(record(act("Memset (Device)", stream=13, kind="memset"))) == "side_stream"
+    # The candidate launching the harness's own marker kernel.
+    assert reason(record(act(MARKER_KERNEL), act(KERN))) == "forbidden_kernel"
+    # Markers on two streams: the current stream changed during the call.
+    r = record(act(KERN))
+    r["activities"][-1] = act(MARKER_KERNEL, stream=13)
+    assert reason(r) == "side_stream"
+    # No markers at all: the profiler did not work; that is not the candidate's fault.
+    with pytest.raises(CandidateFailure) as ei:
+        judge_record({"ops": [], "activities": [act(KERN)], "allowed_kernels": [KERN]}, "x")
+    assert ei.value.verdict == "crashed" and ei.value.reason == "profiler_error"
+
+
+def test_kernel_name_matching() -> None:
+    assert kernel_allowed("bias_gelu_kernel", ["bias_gelu_kernel"])
+    assert kernel_allowed("bias_gelu_kernel(float*, int)", ["bias_gelu_kernel"])
+    assert kernel_allowed("_Z16bias_gelu_kernelPfi", ["bias_gelu_kernel"])
+    assert not kernel_allowed("bias_gelu_kernel2", ["bias_gelu_kernel"])
+    assert not kernel_allowed("my_bias_gelu_kernel", ["bias_gelu_kernel"])
+    assert op_packet("aten.view.default") == "aten.view" and op_packet("aten.empty.memory_format") == "aten.empty"
+
+
+def test_kernel_set_comparison() -> None:
+    compare_kernel_sets(["a", "b"], ["b", "a", "a"], "x")
+    with pytest.raises(CandidateFailure) as ei:
+        compare_kernel_sets(["a", "b"], ["a"], "x")
+    assert ei.value.reason == "kernel_set_changed"
+    with pytest.raises(CandidateFailure):
+        compare_kernel_sets(["a"], [], "x")
+
+
+def test_timing_stats() -> None:
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
+    st = summarize([5.0, 1.0, 3.0, 2.0, 4.0], wall_us_per_call=2.0)
+    assert st == {"median_us": 3.0, "iqr_us": 2.0, "reps": 5, "timer": "cuda_event", "wall_us_per_call": 2.0}
+
+
+def test_wall_clock_rule() -> None:
+    assert not wall_mismatch(100.0, 120.0)
+    assert not wall_mismatch(10.0, 44.0)  # 1.5 * 10 + 30 = 45
+    assert wall_mismatch(10.0, 46.0)
+    assert wall_mismatch(100.0, 400.0)
+
+
+def test_tirx_kernel_names() -> None:
+    src = ('extern "C" __global__ void __launch_bounds__(256) bias_gelu_kernel(float* x, int n);\n'
+           'extern "C" __global__ void __launch_bounds__(256) bias_gelu_kernel(float* x, int n) { }\n'
+           '__global__ void other_kernel(int* p) {}\n__device__ void helper() {}\n')
+    assert kernel_names(src) == ["bias_gelu_kernel", "other_kernel"]

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the `device` tool), from the repository root, with ONE DSL bundle
+# carried in .gpu/<dsl>/ and mkb in .gpu/mkb.xz (scripts/pack-gpu.sh). A bundle unpacked by an
+# earlier call on the same (still warm) machine is used too, so both DSLs can be available.
+# Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
+#   scripts/h200-job.sh STEP...
+#   steps: solutions-<dsl>  redteam-<dsl>  examples  replay     (<dsl>: cute or tirx)
+set -uo pipefail
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+exec > >(tee -a "$OUT/job.log") 2>&1
+for d in cute tirx; do
+  if [ -f ".gpu/$d/activate.sh" ]; then source ".gpu/$d/activate.sh" || echo "could not unpack $d"; fi
+done
+[ -f /tmp/dsl-cute/.ok ] && export PYTHONPATH=/tmp/dsl-cute:/tmp/dsl-cute/nvidia_cutlass_dsl/dsl_packages:${PYTHONPATH:-}
+[ -f /tmp/dsl-tirx/.ok ] && export PYTHONPATH=/tmp/dsl-tirx:${PYTHONPATH:-}
+export CUTE_DSL_ARCH=sm_90a MKB_PYTHON=${MKB_PYTHON:-python3}
+if [ -f .gpu/mkb.xz ]; then xz -dc .gpu/mkb.xz > /tmp/mkb && chmod +x /tmp/mkb; fi
+MKB=/tmp/mkb
+LOGS=/tmp/mkb-logs; mkdir -p $LOGS
+echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l); DSL bundles: $(ls -d /tmp/dsl-* 2>/dev/null | tr '\n' ' ')"
+STEP_TIMEOUT=${STEP_TIMEOUT:-420}
+for step in "$@"; do
+  echo "== step $step ($(date -u +%T))"
+  case $step in
+    solutions-*)
+      d=${step#solutions-}
+      timeout $STEP_TIMEOUT $MKB solutions --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
+        --evidence-dir "$OUT" --evidence-name "solutions-$d" ;;
+    redteam-*)
+      d=${step#redteam-}
+      timeout $STEP_TIMEOUT $MKB redteam --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
+        --evidence-dir "$OUT" --evidence-name "redteam-$d" ;;
+    examples)
+      timeout $STEP_TIMEOUT python3 docs/dsl/examples/check_on_gpu.py > "$OUT/brief-examples.txt" 2>&1; tail -40 "$OUT/brief-examples.txt" ;;
+    replay)
+      mkdir -p /tmp/runs
+      [ -f .gpu/replay-run.tar.gz ] && tar -C /tmp/runs -xzf .gpu/replay-run.tar.gz
+      timeout $STEP_TIMEOUT $MKB run examples/replay.toml --runs-dir /tmp/runs --no-progress --cpu-workers 8
+      $MKB status /tmp/runs/replay-demo
+      tar -C /tmp/runs -czf "$OUT/replay-run.tar.gz" replay-demo ;;
+    *) echo "unknown step $step" ;;
+  esac
+  echo "== step $step ended rc=$? ($(date -u +%T))"
+done
+tar -C $LOGS -czf "$OUT/logs.tgz" . 2>/dev/null
+echo "== done $(date -u +%T)"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test suite (CI runs it through .ci/run): Rust formatting, lints and tests (stub-server
+# provider tests, resume-after-kill, simulation coverage, the browser test of the report when
+# MKB_CHROMIUM or chromium is present); Python lint and tests (static check, correctness logic,
+# sandbox, protocol, red-team cases that need no GPU, brief examples); compile-only checks of
+# every expert solution for sm_90a in both DSLs; the replay experiment end to end on the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-python.sh
+export MKB_PYTHON=$PWD/.venv/bin/python
+if [ -z "${MKB_CHROMIUM:-}" ] && command -v chromium >/dev/null 2>&1; then export MKB_CHROMIUM=$(command -v chromium); fi
+step() { echo; echo "== $* ($(date -u +%T))"; }
+step "cargo fmt --check";   cargo fmt --all -- --check
+step "cargo clippy";        cargo clippy --workspace --all-targets --release -q -- -D warnings
+step "cargo test";          cargo test --workspace --release -q
+step "cargo build mkb";     cargo build --release -q -p mkb-cli
+MKB=./target/release/mkb
+step "ruff";                .venv/bin/ruff check python tests examples docs/dsl/examples
+step "pytest";              .venv/bin/python -m pytest python/tests -q
+step "expert solutions compile for sm_90a"; $MKB solutions --mode compile --gpus none
+step "red team (no-GPU cases)";            $MKB redteam --cpu-only --gpus none
+tmp=$(mktemp -d)
+step "replay experiment";   $MKB run examples/replay.toml --runs-dir "$tmp" --gpus none --no-progress
+$MKB status "$tmp/replay-demo"
+$MKB analyze "$tmp/replay-demo" > /dev/null
+$MKB report "$tmp/replay-demo" -o "$tmp/report.html"
+rm -rf "$tmp"
+step "all tests passed"

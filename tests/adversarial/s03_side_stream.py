@@ -1,0 +1,43 @@
+"""Red team (static layer): launches the (correct) kernel on a new torch stream and returns at once,
+so the events around run() measure nothing. Expected: static_check_failed, static:torch_stream."""
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import torch
+from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+THREADS = 256
+
+
+@cute.kernel
+def bias_gelu_kernel(gX: cute.Tensor, gB: cute.Tensor, gY: cute.Tensor, n_cols: cutlass.Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    bx, row, _ = cute.arch.block_idx()
+    col = bx * THREADS + tidx
+    if col < n_cols:
+        v = gX[row, col].to(cutlass.Float32) + gB[col].to(cutlass.Float32)
+        g = cutlass.Float32(0.5) * v * (cutlass.Float32(1.0) + cute.math.erf(v * cutlass.Float32(0.7071067811865476)))
+        gY[row, col] = g.to(cutlass.BFloat16)
+
+
+@cute.jit
+def host(mX: cute.Tensor, mB: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    cols = cute.size(mX, mode=[1])
+    bias_gelu_kernel(mX, mB, mY, cols).launch(grid=[(cols + THREADS - 1) // THREADS, cute.size(mX, mode=[0]), 1],
+                                              block=[THREADS, 1, 1], stream=stream)
+
+
+def build(spec):
+    t, h = cute.sym_int32(), cute.sym_int32(divisibility=8)
+    x = make_fake_compact_tensor(cutlass.BFloat16, (t, h), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.BFloat16, (h,), assumed_align=16)
+    y = make_fake_compact_tensor(cutlass.BFloat16, (t, h), stride_order=(1, 0), assumed_align=16)
+    fn = cute.compile(host, x, b, y, make_fake_stream(), options="--enable-tvm-ffi")
+    side = {}
+
+    def run(x, b, y):
+        if "s" not in side:
+            side["s"] = torch.cuda.Stream()
+        fn(x, b, y, side["s"].cuda_stream)
+
+    return run
