@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # The test suite (CI runs it through .ci/run): Rust formatting, lints and tests (stub-server
-# provider tests, resume-after-kill, simulation coverage, the browser test of the report when
-# MKB_CHROMIUM or chromium is present); Python lint and tests (static check, correctness logic,
-# sandbox, protocol, red-team cases that need no GPU, brief examples); compile-only checks of
-# every expert solution for sm_90a in both DSLs; the replay experiment end to end on the CPU.
+# provider tests, kill-and-resume, API-key secrecy, simulation coverage, export read-back in
+# pandas and polars, the browser test of the report when MKB_CHROMIUM or chromium is present);
+# Python lint and tests (static check, correctness logic, sandbox, protocol, red-team cases that
+# need no GPU, brief examples, replay recordings); compile-only checks of every expert solution
+# for sm_90a in both DSLs; the red team's no-GPU cases; the replay experiment end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-python.sh
 export MKB_PYTHON=$PWD/.venv/bin/python
 if [ -z "${MKB_CHROMIUM:-}" ] && command -v chromium >/dev/null 2>&1; then export MKB_CHROMIUM=$(command -v chromium); fi
 step() { echo; echo "== $* ($(date -u +%T))"; }
+step "export readers (pandas, pyarrow, polars) for the export test"
+if [ ! -x .cache/export-venv/bin/python ]; then
+  python3 -m venv .cache/export-venv
+  .cache/export-venv/bin/pip install -q pandas==2.2.3 pyarrow==18.1.0 polars==1.17.1
+fi
+export MKB_EXPORT_PYTHON=$PWD/.cache/export-venv/bin/python
 step "cargo fmt --check";   cargo fmt --all -- --check
 step "cargo clippy";        cargo clippy --workspace --all-targets --release -q -- -D warnings
 step "cargo test";          cargo test --workspace --release -q
@@ -21,7 +28,7 @@ step "expert solutions compile for sm_90a"; $MKB solutions --mode compile --gpus
 step "red team (no-GPU cases)";            $MKB redteam --cpu-only --gpus none
 tmp=$(mktemp -d)
 step "replay experiment";   $MKB run examples/replay.toml --runs-dir "$tmp" --gpus none --no-progress
-$MKB status "$tmp/replay-demo"
+$MKB status "$tmp/replay-demo" --attempts
 $MKB analyze "$tmp/replay-demo" > /dev/null
 $MKB report "$tmp/replay-demo" -o "$tmp/report.html"
 rm -rf "$tmp"

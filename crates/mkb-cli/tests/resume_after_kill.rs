@@ -102,6 +102,8 @@ fn check_store(run_dir: &Path) -> BTreeMap<String, String> {
 }
 
 #[test]
+// Every child is reaped: by try_wait when it exits, by wait after the kill.
+#[allow(clippy::zombie_processes)]
 fn killed_runs_resume_without_loss_or_duplicates() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = config(tmp.path());
