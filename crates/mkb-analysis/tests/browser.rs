@@ -102,6 +102,11 @@ fn check_in_chromium(bin: &str, html: &str, want_plots: &[String]) -> Result<Str
 #[test]
 fn report_renders_in_headless_chromium() {
     let Some(bin) = chromium() else {
+        // CI sets MKB_REQUIRE_ALL: there a missing browser is a failure, not a skip.
+        assert!(
+            std::env::var_os("MKB_REQUIRE_ALL").is_none(),
+            "MKB_REQUIRE_ALL is set but MKB_CHROMIUM is not"
+        );
         eprintln!("skipped: set MKB_CHROMIUM (scripts/browser-test.sh) to run the headless-Chromium report test");
         return;
     };

@@ -75,6 +75,11 @@ print("ok", n_rows, "rows", len(names), "columns")
 #[test]
 fn exports_read_back_in_pandas_and_polars() {
     let Ok(python) = std::env::var("MKB_EXPORT_PYTHON") else {
+        // CI sets MKB_REQUIRE_ALL: there missing readers are a failure, not a skip.
+        assert!(
+            std::env::var_os("MKB_REQUIRE_ALL").is_none(),
+            "MKB_REQUIRE_ALL is set but MKB_EXPORT_PYTHON is not"
+        );
         eprintln!("skipped: set MKB_EXPORT_PYTHON to a Python with pandas, pyarrow and polars (scripts/export-check.sh)");
         return;
     };
