@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-python.sh
 cargo build --release -q -p mkb-cli
-MKB=./target/release/mkb
+MKB="${CARGO_TARGET_DIR:-target}/release/mkb"
 $MKB problems list
 set +e
 $MKB run examples/replay.toml

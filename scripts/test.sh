@@ -21,7 +21,7 @@ step "cargo fmt --check";   cargo fmt --all -- --check
 step "cargo clippy";        cargo clippy --workspace --all-targets --release -q -- -D warnings
 step "cargo test";          cargo test --workspace --release -q
 step "cargo build mkb";     cargo build --release -q -p mkb-cli
-MKB=./target/release/mkb
+MKB="${CARGO_TARGET_DIR:-target}/release/mkb"
 step "ruff";                .venv/bin/ruff check python tests examples docs/dsl/examples
 step "pytest";              .venv/bin/python -m pytest python/tests -q
 step "expert solutions compile for sm_90a"; $MKB solutions --mode compile --gpus none
