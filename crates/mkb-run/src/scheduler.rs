@@ -15,9 +15,9 @@ use mkb_agent::skill::skill_slot;
 use mkb_agent::{run_attempt, AttemptError, AttemptSpec, Provider};
 use mkb_core::prompt::{read_brief, variant_prompt};
 use mkb_core::{Condition, Dsl, EvalMode, EvalReport, Problem, Registry, Verdict};
-use mkb_eval::{Candidate, EvalPool, EvalRequest, GpuSelection, Limits, PoolConfig};
+use mkb_eval::{Candidate, EvalPool, EvalRequest, Limits, PoolConfig};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, Semaphore};
@@ -700,14 +700,4 @@ async fn final_eval_group(
     }
     let n = shared.store.lock().await.record_final_group(&rows)?;
     Ok(Some(n))
-}
-
-/// Resolve the GPU selection string of a config or the command line.
-pub fn gpus_from(s: &str) -> Result<GpuSelection> {
-    crate::parse_gpus(s)
-}
-
-/// Default runs folder of a repository.
-pub fn default_runs_dir(root: &Path) -> PathBuf {
-    root.join("runs")
 }
