@@ -95,6 +95,30 @@ impl Default for AnalysisOptions {
     }
 }
 
+impl AnalysisOptions {
+    /// The number of worker threads `threads` asks for (0 = all available cores).
+    pub fn worker_threads(&self) -> usize {
+        if self.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            self.threads
+        }
+    }
+
+    /// These options for one experiment among many analysed in parallel: single-threaded,
+    /// overall cells only.
+    pub fn for_one_of_many(&self) -> AnalysisOptions {
+        AnalysisOptions {
+            threads: 1,
+            per_family: false,
+            per_problem: false,
+            ..self.clone()
+        }
+    }
+}
+
 /// Statistics of one arm (solo, or the treated condition) over a cell's paired problems.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmStats {
@@ -499,14 +523,7 @@ pub fn analyze(rows: &[AttemptRow], opts: &AnalysisOptions) -> Analysis {
         }
     }
 
-    let threads = if opts.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    } else {
-        opts.threads
-    };
-    let results = par_map(&jobs, threads, |job| cell_stats(job, opts));
+    let results = par_map(&jobs, opts.worker_threads(), |job| cell_stats(job, opts));
     let mut cells = Vec::new();
     let mut family_cells = Vec::new();
     for (job, cell) in jobs.iter().zip(results) {

@@ -94,19 +94,8 @@ pub struct PowerReport {
 
 /// Run the power study.
 pub fn power(cfg: &PowerConfig) -> PowerReport {
-    let threads = if cfg.options.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    } else {
-        cfg.options.threads
-    };
-    let opts = AnalysisOptions {
-        threads: 1,
-        per_family: false,
-        per_problem: false,
-        ..cfg.options.clone()
-    };
+    let threads = cfg.options.worker_threads();
+    let opts = cfg.options.for_one_of_many();
     let alpha = 1.0 - opts.confidence;
     let sign = if cfg.lift >= 0.0 { 1.0 } else { -1.0 };
     let mut jobs = Vec::new();

@@ -475,19 +475,8 @@ impl CoverageReport {
 /// positives on zero-lift cells. Experiments run in parallel (`options.threads`), each
 /// analysed single-threaded; the result depends only on the config.
 pub fn coverage_study(cfg: &CoverageConfig) -> CoverageReport {
-    let threads = if cfg.options.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    } else {
-        cfg.options.threads
-    };
-    let opts = AnalysisOptions {
-        threads: 1,
-        per_family: false,
-        per_problem: false,
-        ..cfg.options.clone()
-    };
+    let threads = cfg.options.worker_threads();
+    let opts = cfg.options.for_one_of_many();
     let seeds: Vec<u64> = (0..cfg.simulations as u64)
         .map(|i| cfg.seed.wrapping_mul(0x9E37_79B9).wrapping_add(i))
         .collect();
