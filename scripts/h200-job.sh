@@ -4,16 +4,32 @@
 # earlier call on the same (still warm) machine is used too, so both DSLs can be available.
 # Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
 #   scripts/h200-job.sh STEP...
-#   steps: solutions-<dsl>  redteam-<dsl>  examples  replay     (<dsl>: cute or tirx)
+#   steps: solutions-<dsl>  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  sandbox  examples  replay
+#   (<dsl>: cute or tirx)
+#   throughput-<dsl>: one judge, the three experts evaluated 10 times each as a queue (full mode):
+#   median eval seconds, evaluations per GPU-hour, runtime CV per expert, median phases.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 exec > >(tee -a "$OUT/job.log") 2>&1
 for d in cute tirx; do
   if [ -f ".gpu/$d/activate.sh" ]; then source ".gpu/$d/activate.sh" || echo "could not unpack $d"; fi
 done
+# The runners' OS sandbox reads the bundles as an unprivileged uid (bundles packed before this
+# rule have a 0700 top folder).
+chmod -R a+rX /tmp/dsl-* 2>/dev/null
 [ -f /tmp/dsl-cute/.ok ] && export PYTHONPATH=/tmp/dsl-cute:/tmp/dsl-cute/nvidia_cutlass_dsl/dsl_packages:${PYTHONPATH:-}
 [ -f /tmp/dsl-tirx/.ok ] && export PYTHONPATH=/tmp/dsl-tirx:${PYTHONPATH:-}
 export CUTE_DSL_ARCH=sm_90a MKB_PYTHON=${MKB_PYTHON:-python3}
+# bubblewrap for the runners' OS sandbox (docs/threat-model.md): the machine has no network, so the
+# Debian .deb is carried in .gpu/bwrap/ (apt-get download bubblewrap) and unpacked here.
+if [ -z "${MKB_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
+  deb=$(ls .gpu/bwrap/*.deb 2>/dev/null | head -1)
+  if [ -n "$deb" ]; then
+    rm -rf /tmp/bwrap-deb && dpkg -x "$deb" /tmp/bwrap-deb && export MKB_BWRAP=/tmp/bwrap-deb/usr/bin/bwrap
+    chmod 0755 /tmp/bwrap-deb /tmp/bwrap-deb/usr /tmp/bwrap-deb/usr/bin 2>/dev/null
+  fi
+fi
+echo "== bwrap: ${MKB_BWRAP:-$(command -v bwrap || echo MISSING)} $(${MKB_BWRAP:-bwrap} --version 2>&1 | head -1)"
 if [ -f .gpu/mkb.xz ]; then xz -dc .gpu/mkb.xz > /tmp/mkb && chmod +x /tmp/mkb; fi
 MKB=/tmp/mkb
 LOGS=/tmp/mkb-logs; mkdir -p $LOGS
@@ -30,6 +46,18 @@ for step in "$@"; do
       d=${step#redteam-}
       timeout $STEP_TIMEOUT $MKB redteam --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
         --evidence-dir "$OUT" --evidence-name "redteam-$d" ;;
+    pyredteam-*)
+      # the same red-team run through the Python judge client alone (no mkb binary needed)
+      d=${step#pyredteam-}
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.redteam --dsl "$d" --out "$OUT/redteam-$d.json" ;;
+    throughput-*)
+      d=${step#throughput-}
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.throughput --dsl "$d" --repeat ${THROUGHPUT_REPEAT:-10} \
+        --out "$OUT/throughput-$d.json" > "$OUT/throughput-$d.txt" 2>&1; tail -40 "$OUT/throughput-$d.txt" ;;
+    sandbox)
+      # The OS sandbox on the GPU: IPC buffers work for a correct expert under it (full mode),
+      # every escape case of tests/adversarial is blocked in full mode.
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.selfcheck --sandbox --out "$OUT/sandbox-selfcheck.json" ;;
     examples)
       timeout $STEP_TIMEOUT python3 docs/dsl/examples/check_on_gpu.py > "$OUT/brief-examples.txt" 2>&1; tail -40 "$OUT/brief-examples.txt" ;;
     replay)

@@ -11,10 +11,11 @@ scripts/setup-python.sh
 export MKB_PYTHON=$PWD/.venv/bin/python
 if [ -z "${MKB_CHROMIUM:-}" ] && command -v chromium >/dev/null 2>&1; then export MKB_CHROMIUM=$(command -v chromium); fi
 step() { echo; echo "== $* ($(date -u +%T))"; }
-step "export readers (pandas, pyarrow, polars) for the export test"
-if [ ! -x .cache/export-venv/bin/python ]; then
+step "export readers (pandas, pyarrow, polars) and scipy for the export and recomputation tests"
+# scipy: the independent recomputation of the analysis headline (crates/mkb-analysis/tests).
+if ! .cache/export-venv/bin/python -c "import pandas, pyarrow, polars, scipy" 2>/dev/null; then
   python3 -m venv .cache/export-venv
-  .cache/export-venv/bin/pip install -q pandas==2.2.3 pyarrow==18.1.0 polars==1.17.1
+  .cache/export-venv/bin/pip install -q numpy==2.4.6 pandas==2.2.3 pyarrow==18.1.0 polars==1.17.1 scipy==1.16.3
 fi
 export MKB_EXPORT_PYTHON=$PWD/.cache/export-venv/bin/python
 step "cargo fmt --check";   cargo fmt --all -- --check

@@ -1,6 +1,7 @@
 """The judge's correctness logic, independent of where the candidate runs: trials with fresh inputs
-and NaN-poisoned outputs, the bitwise input-unchanged check, the RMS-scaled tolerance, the
-input-perturbation check and the fresh-buffer trial. A `Target` stands in for the runner, so the
+and NaN-poisoned outputs, the bitwise input-unchanged check, the RMS-scaled tolerance, the repeat
+trial (same inputs again, outputs re-poisoned), the input-perturbation check and the fresh-buffer
+trial. A `Target` stands in for the runner, so the
 same code is tested on CPU with plain Python callables (python/tests/test_correctness.py)."""
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class OutputStats:
 class ShapeReport:
     shape: str
     trials: int = 0
+    repeat: bool = False
     perturbation: bool = False
     fresh_buffers: bool = False
     kernels: list[str] = field(default_factory=list)
@@ -65,6 +67,7 @@ class ShapeReport:
     def to_json(self, problem: Problem) -> dict[str, Any]:
         return {
             "trials": self.trials,
+            "repeat": self.repeat,
             "perturbation": self.perturbation,
             "fresh_buffers": self.fresh_buffers,
             "outputs": {
@@ -207,6 +210,7 @@ class CorrectnessChecker:
         self.sync = synchronize or (lambda: None)
         self.buffers: dict[str, Buffers] = {}
         self.kernels: dict[str, list[str]] = {}
+        self.last: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}  # (input clones, refs)
 
     # -- pieces ---------------------------------------------------------------------------------
     def new_buffers(self, shape: ShapeSet) -> Buffers:
@@ -256,8 +260,27 @@ class CorrectnessChecker:
         if checked and record is not None and self.dynamic_judge is not None:
             self.kernels[shape.name] = list(self.dynamic_judge(record, where) or [])
         self.verify(bufs, clones, refs, where, report)
+        self.last[shape.name] = (clones, refs)
         if report is not None:
             report.trials += 1
+
+    def repeat(self, target: Target, shape: ShapeSet, report: ShapeReport | None = None) -> None:
+        """The previous trial's inputs again (bitwise identical: the buffers still hold them, and
+        they were checked unchanged), outputs poisoned again: every element must be rewritten
+        and correct. Catches work skipped because the inputs did not change (device-side
+        memoization)."""
+        bufs = self.buffers[shape.name]
+        clones, refs = self.last[shape.name]
+        inputs_unchanged(clones, bufs.inputs, self.problem.inputs, f"shape set {shape.name!r}, before the repeat trial")
+        for o in bufs.outputs:
+            poison_(o)
+        self.sync()
+        target.call(shape, False)
+        self.sync()
+        self.verify(bufs, clones, refs, f"shape set {shape.name!r}, repeat trial (the previous trial's inputs "
+                    "again, outputs poisoned again)", report)
+        if report is not None:
+            report.repeat = True
 
     def perturbation(self, target: Target, shape: ShapeSet, which: int, report: ShapeReport | None = None) -> bool:
         """Change a few elements of input `which` after a passing trial; the output must change
@@ -327,6 +350,8 @@ class CorrectnessChecker:
             self.bind_new(target, shape)
         for i in range(trials):
             self.trial(target, shape, i, checked=dynamic and i == 0, report=report)
+        if trials:
+            self.repeat(target, shape, report)
         if perturb_input is not None and self.problem.inputs:
             self.perturbation(target, shape, perturb_input % len(self.problem.inputs), report)
         if fresh:

@@ -57,3 +57,28 @@ def versions() -> dict[str, Any]:
     import torch
 
     return {"python": sys.version.split()[0], "torch": torch.__version__, "cuda": torch.version.cuda}
+
+
+def driver_version(index: int = 0) -> str | None:
+    """The NVIDIA driver version (NVML, else nvidia-smi); None without a driver."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            v = pynvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else str(v)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - fall back to nvidia-smi
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            r = subprocess.run([smi, f"--id={index}", "--query-gpu=driver_version", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=20)
+            if r.returncode == 0 and r.stdout.strip():
+                return r.stdout.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return None

@@ -2,9 +2,13 @@
 stdin; responses and progress events leave on a private duplicate of fd 1, and fd 1 itself is
 pointed at fd 2 at start-up, so nothing the judge, torch or a runner prints can reach the channel.
 The judge never imports candidate code: runners do (mkb_eval.runner), one per candidate, from a
-warm pool per DSL.
+warm pool per DSL, each inside the OS sandbox (mkb_eval.sandbox, docs/threat-model.md). Without a
+working sandbox the judge refuses to evaluate unless the opt-out is given (--unsafe-no-sandbox or
+MKB_EVAL_UNSAFE_NO_SANDBOX=1), which it logs loudly and reports in hello and in every report.
+A watchdog ends the judge when its parent dies or when its memory passes --max-rss-mb.
 
     python -m mkb_eval.judge [--pool-size 1] [--no-prewarm] [--read-policy enforce|log|off]
+                             [--unsafe-no-sandbox] [--max-rss-mb 16384]
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
+import time
 import traceback
 from typing import IO, Any
 
@@ -33,13 +39,13 @@ def open_channel() -> IO[str]:
 class Session:
     """Judge-wide state: GPU facts, the runner pool, the baseline cache, loaded problems."""
 
-    def __init__(self, options: Any, pool_size: int, prewarm: bool, netns: bool):
+    def __init__(self, options: Any, pool_size: int, prewarm: bool, netns: bool, unsafe: bool = False):
         import torch
-        import torch.multiprocessing  # noqa: F401  (CUDA tensors travel to runners as IPC handles)
 
         from . import gpuinfo
         from .adapters import DSLS, probe
         from .pool import RunnerPool
+        from .sandbox import OsSandbox, SandboxUnavailable, setup_sandbox
 
         self.options = options
         self.can_run = bool(torch.cuda.is_available())
@@ -49,7 +55,22 @@ class Session:
         self.dsls = {d: probe(d) for d in DSLS}
         remove_stale_roots()
         self.root = tempfile.mkdtemp(prefix=f"mkb-judge-{os.getpid()}-")
-        self.pool = RunnerPool(self.root, os.environ, pool_size, netns)
+        self.sandbox_error: str | None = None
+        try:
+            self.sandbox = setup_sandbox(self.root, gpu=self.can_run, unsafe=unsafe or None)
+        except SandboxUnavailable as e:
+            self.sandbox_error = (f"no OS sandbox for candidate code: {e}. The judge refuses to run candidate code; "
+                                  "fix the sandbox, or pass --unsafe-no-sandbox to mkb (MKB_EVAL_UNSAFE_NO_SANDBOX=1) "
+                                  "to run it without one")
+            self.sandbox = OsSandbox(None, unsafe=True, why_unsafe=str(e))
+            print(f"mkb_eval.judge: {self.sandbox_error}", file=sys.stderr, flush=True)
+            prewarm = False
+        if self.sandbox.unsafe and self.sandbox_error is None:
+            print("mkb_eval.judge: WARNING: --unsafe-no-sandbox: candidate code runs WITHOUT the OS sandbox "
+                  "(only the static check and the audit hook stand between it and this machine)",
+                  file=sys.stderr, flush=True)
+        self.sandbox_info = self.sandbox.info()
+        self.pool = RunnerPool(self.root, os.environ, self.sandbox, pool_size, netns)
         self.baseline_cache: dict[tuple[str, str], dict[str, Any]] = {}
         self._flush: Any = None
         self._pools: dict[int, Any] = {}
@@ -60,7 +81,8 @@ class Session:
 
     def hello(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "python": self.versions["python"], "torch": self.versions["torch"],
-                "cuda": self.versions["cuda"], "gpu": self.gpu_name, "can_run": self.can_run, "dsls": self.dsls}
+                "cuda": self.versions["cuda"], "gpu": self.gpu_name, "can_run": self.can_run, "dsls": self.dsls,
+                "sandbox": self.sandbox_info}
 
     def problem(self, problem_dir: str) -> Any:
         from .problem import load_problem
@@ -71,6 +93,15 @@ class Session:
         import torch
 
         torch.cuda.synchronize()
+
+    def export_buffers(self, tensors: Any) -> list[dict[str, Any]]:
+        """The JSON IPC descriptors of judge-owned CUDA tensors for a runner (mkb_eval.ipc),
+        after the GPU has finished writing them."""
+        from . import ipc
+
+        out = [ipc.export(t) for t in tensors]
+        self.synchronize()
+        return out
 
     def collect_ipc(self) -> None:
         if self.can_run:
@@ -132,6 +163,36 @@ def remove_stale_roots() -> None:
         except OSError:
             pass
         shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+
+
+def start_watchdog(parent: int, max_rss_mb: float, period_s: float = 1.0) -> threading.Thread:
+    """A daemon thread that ends the judge at once when its parent is gone (mkb killed) or when
+    the judge's own memory passes `max_rss_mb`; bwrap's --die-with-parent then takes every runner
+    with it. Polls getppid() rather than PR_SET_PDEATHSIG, which fires when the parent *thread*
+    that spawned us exits (a tokio worker may)."""
+    def watch() -> None:
+        while True:
+            time.sleep(period_s)
+            if os.getppid() != parent:
+                print("mkb_eval.judge: the parent process is gone; exiting", file=sys.stderr, flush=True)
+                os._exit(70)
+            rss = _own_rss_mb()
+            if max_rss_mb and rss > max_rss_mb:
+                print(f"mkb_eval.judge: resident memory {rss:.0f} MB is over --max-rss-mb {max_rss_mb:.0f}; exiting",
+                      file=sys.stderr, flush=True)
+                os._exit(71)
+
+    t = threading.Thread(target=watch, name="mkb-judge-watchdog", daemon=True)
+    t.start()
+    return t
+
+
+def _own_rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _error(req_id: Any, message: str) -> dict[str, Any]:
@@ -199,7 +260,9 @@ def serve(inp: IO[str], out: IO[str], session: Session) -> int:
                         "exiting"))
             return 2
         op = req.get("op")
-        if op == "hello":
+        if op in ("hello", "evaluate") and session.sandbox_error is not None:
+            send(_error(rid, session.sandbox_error))
+        elif op == "hello":
             send({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **session.hello()})
         elif op == "shutdown":
             send({"v": PROTOCOL_VERSION, "id": rid, "ok": True})
@@ -246,13 +309,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bench-trials", type=int, default=2)
     ap.add_argument("--max-reps", type=int, default=20000)
     ap.add_argument("--runner-start-s", type=float, default=600.0)
+    ap.add_argument("--unsafe-no-sandbox", action="store_true",
+                    help="run candidate code without the OS sandbox (also MKB_EVAL_UNSAFE_NO_SANDBOX=1); logged loudly")
+    ap.add_argument("--max-rss-mb", type=float, default=float(os.environ.get("MKB_EVAL_JUDGE_RSS_MB", "16384")),
+                    help="the judge exits when its own resident memory passes this")
     args = ap.parse_args(argv)
+    start_watchdog(os.getppid(), args.max_rss_mb)
 
     from .evaluation import JudgeOptions
 
     opts = JudgeOptions(check_trials=args.check_trials, bench_trials=args.bench_trials, max_reps=args.max_reps,
                         runner_start_s=args.runner_start_s, read_policy=args.read_policy)
-    session = Session(opts, args.pool_size, not args.no_prewarm, not args.no_netns)
+    session = Session(opts, args.pool_size, not args.no_prewarm, not args.no_netns, unsafe=args.unsafe_no_sandbox)
 
     def on_term(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)

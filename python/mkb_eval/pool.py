@@ -1,7 +1,9 @@
-"""Runner processes as the judge sees them: start one (own session = own process group, allow-listed
-environment, stdout/stderr to scratch/log.txt, a private pipe that is not fd 0/1/2), talk to it
-with deadlines while watching that it lives and stays under its memory limit, kill its whole
-process group. `RunnerPool` keeps single-use runners warm per DSL (torch and the DSL imported)."""
+"""Runner processes as the judge sees them: start one inside the OS sandbox (bubblewrap, see
+mkb_eval.sandbox; own session, allow-listed environment, stdout/stderr to scratch/log.txt, a
+private pipe that is not fd 0/1/2), talk to it in JSON with deadlines while watching that it
+lives and that its whole process tree stays under its memory limit, kill it (bwrap's
+--die-with-parent takes every process of the sandbox with it). `RunnerPool` keeps single-use
+runners warm per DSL (torch and the DSL imported)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .sandbox import runner_env
+from .sandbox import OsSandbox, runner_env
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 MAX_REPLY_BYTES = 64 << 20
@@ -34,9 +36,10 @@ class RunnerError(Exception):
 
 
 class RunnerHandle:
-    def __init__(self, dsl: str, root: str, env_base: Mapping[str, str], netns: bool = True,
+    def __init__(self, dsl: str, root: str, env_base: Mapping[str, str], sandbox: OsSandbox, netns: bool = True,
                  python: str = sys.executable):
         self.dsl = dsl
+        self.sandbox = sandbox
         self.scratch = os.path.realpath(tempfile.mkdtemp(prefix=f"{dsl}-", dir=root))
         self.log_path = os.path.join(self.scratch, "log.txt")
         for sub in ("tmp", "cache"):  # TMPDIR and caches exist before anything in the runner asks
@@ -44,12 +47,19 @@ class RunnerHandle:
         ours, theirs = multiprocessing.Pipe(duplex=True)
         env = runner_env(env_base, self.scratch, [PACKAGE_PARENT])
         cmd = [python, "-m", "mkb_eval.runner", "--fd", str(theirs.fileno()), "--dsl", dsl, "--scratch", self.scratch]
-        if not netns:
-            cmd.append("--no-netns")
+        if sandbox.unsafe:
+            if not netns:
+                cmd.append("--no-netns")
+        else:
+            cmd += ["--in-sandbox", "--seccomp"]  # bwrap gives it an empty network namespace
+            if sandbox.privileged:
+                cmd += ["--uid", str(sandbox.uid), "--gid", str(sandbox.gid)]
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         cwd=self.scratch, env=env, pass_fds=[theirs.fileno()],
-                                         start_new_session=True)
+            sandbox.prepare_scratch(self.scratch)
+            pythonpath = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            self.proc = subprocess.Popen(sandbox.wrap(cmd, self.scratch, pythonpath), stdin=subprocess.DEVNULL,
+                                         stdout=log, stderr=subprocess.STDOUT, cwd=self.scratch, env=env,
+                                         pass_fds=[theirs.fileno()], start_new_session=True)
         theirs.close()
         self.conn = ours
         self.started = time.monotonic()
@@ -65,14 +75,9 @@ class RunnerHandle:
         return self.proc.poll() is None
 
     def rss_mb(self) -> float:
-        try:
-            with open(f"/proc/{self.proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024.0
-        except OSError:
-            pass
-        return 0.0
+        """Resident memory of the runner's whole process tree (bwrap, its init, the runner and
+        anything they started)."""
+        return sum(_rss_mb(p) for p in process_tree(self.proc.pid))
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -122,14 +127,38 @@ class RunnerHandle:
 
     # -- talking ----------------------------------------------------------------------------------
     def wait_ready(self, timeout: float) -> dict[str, Any]:
+        """The runner's hello; a runner that is not the sandbox uid (or still holds capabilities)
+        is refused: it would not be the process the sandbox promised."""
         if self.ready is None:
-            self.ready = self._reply(timeout, None, 0)
+            ready = self._reply(timeout, None, 0)
+            if ready.get("ready"):
+                problem = self.check_identity(ready.get("identity") or {})
+                if problem:
+                    self.kill()
+                    raise RunnerError("protocol", f"the runner is not sandboxed as expected: {problem}")
+            self.ready = ready
         return self.ready
+
+    def check_identity(self, ident: Mapping[str, Any]) -> str | None:
+        if self.sandbox.unsafe:
+            return None
+        want = self.sandbox.runner_uid
+        if ident.get("uid") != want or ident.get("euid") != want:
+            return f"uid {ident.get('uid')}/{ident.get('euid')}, expected {want}"
+        if self.sandbox.privileged and str(ident.get("CapEff", "0")).strip("0"):
+            return f"effective capabilities {ident.get('CapEff')}"
+        if ident.get("visible_pids") is None or int(ident["visible_pids"]) > 3:
+            return f"/proc shows {ident.get('visible_pids')} processes"
+        return None
+
+    def send(self, msg: dict[str, Any]) -> None:
+        """Judge -> runner: JSON only (nothing the runner unpickles)."""
+        self.conn.send_bytes(json.dumps(msg, allow_nan=False).encode())
 
     def request(self, msg: dict[str, Any], timeout: float, rss_mb: float = 0,
                 on_event: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> dict[str, Any]:
         try:
-            self.conn.send(msg)
+            self.send(msg)
         except (OSError, EOFError, BrokenPipeError) as e:
             raise RunnerError("died", f"{self.death_message()} (send failed: {e})") from None
         return self._reply(timeout, on_event, rss_mb)
@@ -163,7 +192,7 @@ class RunnerHandle:
                     answer = on_event(msg)
                     if answer is not None:
                         try:
-                            self.conn.send(answer)
+                            self.send(answer)
                         except (OSError, EOFError) as e:
                             raise RunnerError("died", f"{self.death_message()} ({e})") from None
                     continue
@@ -186,9 +215,10 @@ class RunnerHandle:
 class RunnerPool:
     """Warm, single-use runners per DSL. `acquire` hands one out and starts its replacement."""
 
-    def __init__(self, root: str, env_base: Mapping[str, str], size: int = 1, netns: bool = True):
+    def __init__(self, root: str, env_base: Mapping[str, str], sandbox: OsSandbox, size: int = 1, netns: bool = True):
         self.root = root
         self.env_base = dict(env_base)
+        self.sandbox = sandbox
         self.size = max(0, size)
         self.netns = netns
         self.idle: dict[str, list[RunnerHandle]] = {}
@@ -199,7 +229,7 @@ class RunnerPool:
             q.remove(h)
             h.close()
         while len(q) < self.size:
-            q.append(RunnerHandle(dsl, self.root, self.env_base, self.netns))
+            q.append(RunnerHandle(dsl, self.root, self.env_base, self.sandbox, self.netns))
 
     def acquire(self, dsl: str) -> RunnerHandle:
         q = self.idle.setdefault(dsl, [])
@@ -209,7 +239,7 @@ class RunnerPool:
                 self.prewarm(dsl)
                 return h
             h.close()
-        h = RunnerHandle(dsl, self.root, self.env_base, self.netns)
+        h = RunnerHandle(dsl, self.root, self.env_base, self.sandbox, self.netns)
         self.prewarm(dsl)
         return h
 
@@ -218,3 +248,36 @@ class RunnerPool:
             for h in q:
                 h.close()
         self.idle.clear()
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and all its descendants (from /proc/*/stat)."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rfind(")") + 2:].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0

@@ -128,6 +128,7 @@ class Problem:
     eager: tuple[str, ...]
     compile_baseline: str | None
     flops: str | None
+    bytes: str  # minimal bytes moved per call (each input read once, each output written once)
     params: Mapping[str, Any]
     inputs: tuple[TensorDecl, ...]
     outputs: tuple[TensorDecl, ...]
@@ -146,6 +147,21 @@ class Problem:
             if s.name == name:
                 return s
         raise KeyError(name)
+
+    def min_bytes(self, shape: ShapeSet) -> int:
+        """Declared minimal bytes of one call at `shape` (problem.toml `bytes`)."""
+        return int(eval_sum_of_products(self.bytes, shape.dims))
+
+    def flop_count(self, shape: ShapeSet) -> int:
+        """Declared FLOPs of one call at `shape` (problem.toml `flops`), 0 where not declared."""
+        return int(eval_sum_of_products(self.flops, shape.dims)) if self.flops else 0
+
+    def content_hash(self) -> str:
+        """sha256 over problem.toml and reference.py: any edit changes it (baseline cache key)."""
+        h = hashlib.sha256()
+        for name in ("problem.toml", "reference.py"):
+            h.update(name.encode() + b"\0" + (self.dir / name).read_bytes() + b"\0")
+        return h.hexdigest()
 
     @property
     def reference_path(self) -> Path:
@@ -195,6 +211,11 @@ def resolve_dim(expr: str | int, dims: Mapping[str, int]) -> int:
     return apply(value, op, cur)
 
 
+def eval_sum_of_products(expr: str, dims: Mapping[str, int]) -> int:
+    """`2*M*N*K + M*N`: products of dimension terms joined by `+` (shape.rs eval_sum_of_products)."""
+    return sum(resolve_dim(part, dims) for part in expr.split("+"))
+
+
 def _tensor_decl(d: Mapping[str, Any], where: str, is_output: bool) -> TensorDecl:
     allowed = {"name", "dtype", "shape"} | ({"atol", "rtol"} if is_output else {"dist"})
     extra = set(d) - allowed
@@ -225,11 +246,16 @@ def load_problem(problem_dir: str | Path) -> Problem:
         raise ProblemError(f"{path}: missing") from None
     except tomllib.TOMLDecodeError as e:
         raise ProblemError(f"{path}: {e}") from None
-    known = {"id", "slug", "family", "title", "eager", "compile_baseline", "flops", "params", "inputs",
+    known = {"id", "slug", "family", "title", "eager", "compile_baseline", "flops", "bytes", "params", "inputs",
              "outputs", "shapes"}
     extra = set(data) - known
     if extra:
         raise ProblemError(f"{path}: unknown fields {sorted(extra)}")
+    if not isinstance(data.get("bytes"), str) or not data["bytes"].strip():
+        raise ProblemError(f"{path}: field `bytes`: required: the minimal bytes one call moves as an expression "
+                           "over the dims (each input read once, each output written once), e.g. \"4*T*H + 2*H\"")
+    if "flops" in data and not isinstance(data["flops"], str):
+        raise ProblemError(f"{path}: field `flops`: must be a string expression over the dims")
     try:
         inputs = tuple(_tensor_decl(t, f"{path}: inputs[{i}]", False) for i, t in enumerate(data["inputs"]))
         outputs = tuple(_tensor_decl(t, f"{path}: outputs[{i}]", True) for i, t in enumerate(data["outputs"]))
@@ -241,6 +267,7 @@ def load_problem(problem_dir: str | Path) -> Problem:
         eager = tuple(data["eager"])
         prob = Problem(id=data["id"], slug=data["slug"], family=data["family"], title=data["title"], dir=pdir,
                        eager=eager, compile_baseline=data.get("compile_baseline"), flops=data.get("flops"),
+                       bytes=data["bytes"],
                        params=MappingProxyType(dict(data.get("params", {}))), inputs=inputs, outputs=outputs,
                        shapes=shapes)
     except KeyError as e:
@@ -254,6 +281,15 @@ def load_problem(problem_dir: str | Path) -> Problem:
     for s in prob.shapes:
         for t in (*inputs, *outputs):
             t.resolve(s.dims)
+        for fname, expr in (("bytes", prob.bytes), ("flops", prob.flops)):
+            if expr is None:
+                continue
+            try:
+                v = eval_sum_of_products(expr, s.dims)
+            except ProblemError as e:
+                raise ProblemError(f"{path}: field `{fname}`: {e} (shape set {s.name!r})") from None
+            if v <= 0:
+                raise ProblemError(f"{path}: field `{fname}`: evaluates to {v} on shape set {s.name!r}; must be > 0")
     return prob
 
 
@@ -353,6 +389,28 @@ def fill_input_(t: torch.Tensor, decl: TensorDecl, seed: int) -> dict[str, float
     return {"offset": offset, "scale": scale}
 
 
+def fill_input_fast_(t: torch.Tensor, decl: TensorDecl, seed: int) -> None:
+    """Fill `t` in place from `decl.dist` (with a per-call jitter) in one write pass, deterministically
+    from `seed`: the timing loop's fresh inputs, rewritten every repetition (and regenerated
+    bit-identically for the checked ones). Falls back to fill_input_ for dtypes torch cannot draw
+    into directly (float8)."""
+    dist = decl.dist
+    if decl.dtype == "float8_e4m3fn":
+        fill_input_(t, decl, seed)
+        return
+    rng = random.Random(seed)
+    gen = torch.Generator(device=t.device)
+    gen.manual_seed(seed)
+    offset, scale = jitter_params(dist, rng)
+    if dist.kind == "randint":
+        t.random_(int(dist.lo), int(dist.hi), generator=gen)
+    elif dist.kind == "normal":
+        t.normal_(dist.mean + offset, dist.std * scale, generator=gen)
+    else:
+        center, half = (dist.lo + dist.hi) / 2 + offset, (dist.hi - dist.lo) / 2 * scale
+        t.uniform_(center - half, center + half, generator=gen)
+
+
 class InputGenerator:
     """Fresh inputs for (shape set, trial) from the secret seed; only the judge holds one."""
 
@@ -363,6 +421,11 @@ class InputGenerator:
     def fill(self, tensors: Sequence[torch.Tensor], shape: ShapeSet, trial: object) -> list[dict[str, float]]:
         return [fill_input_(t, d, derive_seed(self.seed, self.problem.id, shape.name, trial, d.name))
                 for t, d in zip(tensors, self.problem.inputs, strict=True)]
+
+    def fill_fast(self, tensors: Sequence[torch.Tensor], shape: ShapeSet, label: object) -> None:
+        """One write pass per input (fill_input_fast_): the timing loop's fresh inputs."""
+        for t, d in zip(tensors, self.problem.inputs, strict=True):
+            fill_input_fast_(t, d, derive_seed(self.seed, self.problem.id, shape.name, "timing", label, d.name))
 
     def rng(self, *parts: object) -> random.Random:
         return random.Random(derive_seed(self.seed, self.problem.id, *parts))

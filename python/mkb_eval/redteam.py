@@ -88,6 +88,8 @@ def run_cases(judge: JudgeClient, cases: list[Case], root: Path, problems: Path,
                "expected": f"{expect_verdict}/{'|'.join(r for r in expect_reason if r) or '-'}",
                "got": f"{rep['verdict']}/{rep['reason'] or '-'}", "ok": ok, "seconds": round(time.monotonic() - t0, 1),
                "message": rep.get("message", "")[:400], "what": c.what}
+        if not ok:
+            row["log_tail"] = str(rep.get("log") or "")[-1500:]
         rows.append(row)
         if echo:
             print(f"{'ok  ' if ok else 'FAIL'} {c.file:32} {m:8} expected {row['expected']:40} got {row['got']}",
@@ -113,10 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=("compile", "test", "bench", "full"), help="default: full on a GPU")
     ap.add_argument("--only", help="run only cases whose file name starts with one of these comma-separated "
                     "prefixes (e.g. s,d or g0)")
+    ap.add_argument("--dsl", choices=("cute", "tirx"), help="run only the cases of this DSL")
     ap.add_argument("--out", type=Path, help="write the rows (and the judge's hello) as JSON here")
     ap.add_argument("--judge-arg", action="append", default=[])
     args = ap.parse_args(argv)
     cases = load_manifest(args.manifest)
+    if args.dsl:
+        cases = [c for c in cases if c.dsl == args.dsl]
     if args.only:
         prefixes = tuple(p.strip() for p in args.only.split(",") if p.strip())
         cases = [c for c in cases if c.file.startswith(prefixes)]

@@ -1,13 +1,13 @@
-"""The runner: one process per candidate (docs/evaluator.md). Started warm by the judge with torch
-and the DSL already imported; then it sandboxes itself, imports the candidate's kernel.py from its
-scratch dir and only does what the judge asks: build, bind (CUDA-IPC buffers owned by the judge),
-call (optionally recorded: dispatcher ops + profiler activities between marker kernels), time
-(L2 flush outside the window, CUDA events). It never sees a reference result or the seed.
+"""The runner: one process per candidate (docs/evaluator.md). Started warm by the judge inside the
+OS sandbox (bubblewrap; as root it first drops to the sandbox uid, before importing anything),
+with torch and the DSL already imported; then it adds its own layers (limits, audit hook,
+seccomp against fork/exec), imports the candidate's kernel.py from its scratch dir and only does
+what the judge asks: build, bind (CUDA-IPC buffers owned by the judge, opened from raw handles by
+mkb_eval.ipc), call (optionally recorded: dispatcher ops + profiler activities between marker
+kernels), time (L2 flush outside the window, CUDA events). It never sees a reference result or
+the seed. Messages are JSON both ways: nothing is unpickled on either side.
 
-Judge -> runner messages are pickles (they carry CUDA IPC handles); runner -> judge messages are
-JSON, so the judge never unpickles anything a candidate could have shaped.
-
-    python -m mkb_eval.runner --fd N --dsl cute --scratch DIR
+    python -m mkb_eval.runner --fd N --dsl cute --scratch DIR [--uid U --gid G] [--seccomp]
 """
 
 from __future__ import annotations
@@ -41,14 +41,15 @@ def _summary(e: BaseException) -> str:
 
 
 class Abort(Exception):
-    """The judge stopped a timing loop (a checkpoint failed)."""
+    """The judge stopped a timing loop (it answered a rep with something other than "go")."""
 
 
 class Runner:
-    def __init__(self, conn: Any, dsl: str, scratch: str, net_msg: str, net_ok: bool):
+    def __init__(self, conn: Any, dsl: str, scratch: str, net_msg: str, net_ok: bool, seccomp: bool = False,
+                 identity: dict[str, Any] | None = None):
         import torch
 
-        from . import problem, sandbox, timing  # noqa: F401  (imported before the sandbox)
+        from . import ipc, problem, sandbox, timing  # noqa: F401  (imported before the sandbox)
         from .adapters import KernelRecorder, get_adapter
 
         self.conn = conn
@@ -62,6 +63,10 @@ class Runner:
         self.has_gpu = bool(torch.cuda.is_available())
         self.compile_only = not self.has_gpu
         self.net = {"isolated": net_ok, "detail": net_msg}
+        self.use_seccomp = seccomp
+        self.seccomp: dict[str, Any] = {"installed": False, "detail": "not requested"}
+        self.identity = identity or {}
+        self.ipc = ipc
         self.sandbox: Any = None
         self.module: Any = None
         self.runs: dict[str, Any] = {}
@@ -78,7 +83,7 @@ class Runner:
         self.conn.send_bytes(json.dumps(msg, default=str).encode())
 
     def recv(self) -> dict[str, Any]:
-        msg = self.conn.recv()
+        msg = json.loads(self.conn.recv_bytes(1 << 26))
         if not isinstance(msg, dict):
             raise RuntimeError(f"runner: bad message {type(msg)}")
         return msg
@@ -93,7 +98,6 @@ class Runner:
 
     # -- start-up ---------------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
-        import torch.multiprocessing  # noqa: F401  (CUDA tensor reductions for the pipe)
         import torch.profiler  # noqa: F401
         import torch.utils._python_dispatch  # noqa: F401
 
@@ -108,15 +112,26 @@ class Runner:
             torch.cuda.init()
             torch.empty(1, device="cuda")
             gpu = torch.cuda.get_device_name(0)
+            self.ipc.runtime()  # load the CUDA runtime's IPC entry points before the sandbox closes
+        from .sandbox import identity
+
         return {"ready": True, "dsl": self.dsl, "version": version, "gpu": gpu, "compile_only": self.compile_only,
-                "net": self.net, "pid": os.getpid(), "python": sys.version.split()[0]}
+                "net": self.net, "pid": os.getpid(), "python": sys.version.split()[0], "identity": identity(),
+                "dropped": self.identity}
 
     # -- operations -------------------------------------------------------------------------------
     def op_load(self, msg: dict[str, Any]) -> dict[str, Any]:
-        from .sandbox import Sandbox, set_limits
+        from .sandbox import Sandbox, install_seccomp, set_limits, warm_find_library
 
         limits = msg.get("limits", {})
         set_limits(float(limits.get("total_s", 1200)) + 30.0, 1 << 30)
+        if self.use_seccomp:
+            warm_find_library()
+            ok, detail = install_seccomp()
+            self.seccomp = {"installed": ok, "detail": detail}
+            if not ok:
+                return {"ok": False, "reason": "harness_error", "error": f"seccomp: {detail}",
+                        "summary": f"the runner could not install its seccomp filter: {detail}"}
         self.sandbox = Sandbox(self.scratch, self.kernel_path, read_policy=msg.get("read_policy", "enforce"))
         self.sandbox.install()
         sys.dont_write_bytecode = True
@@ -132,7 +147,7 @@ class Runner:
         build = module.__dict__.get("build")
         if not callable(build):
             return {"ok": False, "reason": "missing_build", "error": "kernel.py defines no callable build(spec)"}
-        return {"ok": True}
+        return {"ok": True, "seccomp": self.seccomp}
 
     def op_build(self, msg: dict[str, Any]) -> dict[str, Any]:
         from .problem import spec_from_wire
@@ -152,7 +167,10 @@ class Runner:
         return {"ok": True, "compile_s": dt, "kernels": list(self.recorder.names)}
 
     def op_bind(self, msg: dict[str, Any]) -> dict[str, Any]:
-        self.bound[msg["shape"]] = (list(msg["inputs"]), list(msg["outputs"]))
+        """Open the judge's buffers from their IPC descriptors (mkb_eval.ipc); never a pickle."""
+        ins = [self.ipc.open_tensor(d) for d in msg["inputs"]]
+        outs = [self.ipc.open_tensor(d) for d in msg["outputs"]]
+        self.bound[msg["shape"]] = (ins, outs)
         return {"ok": True}
 
     def _call_fn(self, shape: str) -> Any:
@@ -217,36 +235,32 @@ class Runner:
         return {"ok": True, "record": record}
 
     def op_time(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The timing loop (docs/evaluator.md "Timing"): before every timed repetition the runner
+        sends {"event": "rep", "rep": i} and waits for the judge's {"op": "go"} (the judge has
+        written fresh inputs and poisoned outputs by then); rep `profile_at` is a recorded call
+        instead of a timed one. The same exchange for every rep: the runner cannot tell which
+        reps the judge checks."""
         timing = self.timing
         call = self._call_fn(msg["shape"])
         if self.flush is None and msg.get("flush", True):
             self.flush = timing.l2_flush_buffer()
-        checkpoints = set(int(i) for i in msg.get("checkpoints", []))
         profile_at = msg.get("profile_at")
         profile: dict[str, Any] = {}
 
         def before(i: int) -> None:
-            if i in checkpoints:
-                self.send({"event": "checkpoint", "phase": "before", "rep": i})
-                if self.recv().get("op") != "go":
-                    raise Abort()
+            self.send({"event": "rep", "rep": i})
+            if self.recv().get("op") != "go":
+                raise Abort()
 
-        def after(i: int, t: float) -> None:
-            if i in checkpoints:
-                self.send({"event": "checkpoint", "phase": "after", "rep": i, "time_us": t})
-                if self.recv().get("op") != "continue":
-                    raise Abort()
-
-        def extra(i: int) -> None:
-            if profile_at is not None and i == int(profile_at):
-                profile["record"] = self.record_call(call)
+        def prof() -> None:
+            profile["record"] = self.record_call(call)
 
         try:
             for _ in range(int(msg.get("warmup", 0))):
                 call()
             self._sync()
             times = timing.timed_reps(call, int(msg["reps"]), self.flush if msg.get("flush", True) else None,
-                                      before, after, extra)
+                                      before, None if profile_at is None else int(profile_at), prof)
             wall = timing.wall_per_call_us(call, int(msg["wall_calls"])) if msg.get("wall_calls") else None
         except Abort:
             return {"ok": False, "reason": "aborted", "error": "timing stopped by the judge"}
@@ -282,19 +296,34 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fd", type=int, required=True)
     ap.add_argument("--dsl", required=True)
     ap.add_argument("--scratch", required=True)
-    ap.add_argument("--no-netns", action="store_true")
+    ap.add_argument("--no-netns", action="store_true", help="no unshare here (bwrap made the namespace)")
+    ap.add_argument("--uid", type=int, help="drop to this uid first (the judge runs as root)")
+    ap.add_argument("--gid", type=int)
+    ap.add_argument("--seccomp", action="store_true", help="refuse fork/exec once the candidate is loaded")
+    ap.add_argument("--in-sandbox", action="store_true", help="started inside bwrap (its own network namespace)")
     args = ap.parse_args(argv)
 
-    from .sandbox import die_with_parent, unshare_net
-
-    die_with_parent()
-    # Before torch starts any thread: every later thread inherits the empty network namespace.
-    net_ok, net_msg = (False, "disabled") if args.no_netns else unshare_net()
     from multiprocessing.connection import Connection
 
     conn = Connection(args.fd)
+    from .sandbox import die_with_parent, drop_privileges, unshare_net
+
+    dropped: dict[str, Any] = {}
+    if args.uid is not None:
+        # First of all, before torch or the DSL is imported: nothing of ours runs as root.
+        try:
+            dropped = drop_privileges(args.uid, args.gid if args.gid is not None else args.uid)
+        except BaseException as e:  # noqa: BLE001
+            conn.send_bytes(json.dumps({"ready": False, "error": f"dropping privileges failed: {_tb(e)}"}).encode())
+            os._exit(3)
+    die_with_parent()
+    # Before torch starts any thread: every later thread inherits the empty network namespace.
+    if args.in_sandbox:
+        net_ok, net_msg = True, "bubblewrap --unshare-net"
+    else:
+        net_ok, net_msg = (False, "disabled") if args.no_netns else unshare_net()
     try:
-        runner = Runner(conn, args.dsl, args.scratch, net_msg, net_ok)
+        runner = Runner(conn, args.dsl, args.scratch, net_msg, net_ok, seccomp=args.seccomp, identity=dropped)
         ready = runner.start()
     except BaseException as e:  # noqa: BLE001
         conn.send_bytes(json.dumps({"ready": False, "error": _tb(e)}).encode())

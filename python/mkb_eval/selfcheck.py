@@ -4,6 +4,13 @@ one), and prints a compact table; --out writes every report as JSON.
 
     python -m mkb_eval.selfcheck                       # all solutions + fixtures, full mode
     python -m mkb_eval.selfcheck --only A01 --mode test --out bench/h200/selfcheck.json
+    python -m mkb_eval.selfcheck --sandbox --out bench/h200/sandbox-selfcheck.json
+
+--sandbox checks the OS sandbox (docs/threat-model.md) instead: the judge reports bubblewrap (not
+the unsafe opt-out); the A01 expert solutions of every available DSL are still `correct` in full
+mode (the judge's buffers reach the sandboxed, unprivileged runner through mkb_eval.ipc) with the
+runner under the sandbox uid and alone in its /proc; and every escape case of tests/adversarial
+(e*.py) reaches its blocked verdict in full mode. Exit status 0 only when all of that holds.
 """
 
 from __future__ import annotations
@@ -63,6 +70,52 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def sandbox_check(args: argparse.Namespace) -> int:
+    """The OS sandbox on this machine: see the module docstring."""
+    from .redteam import DEFAULT_MANIFEST, load_manifest, run_cases
+
+    rows: list[dict[str, Any]] = []
+    with JudgeClient(args.judge_arg) as judge:
+        hello = judge.request("hello", timeout=900)
+        if not hello.get("ok"):
+            print(f"the judge refused: {hello.get('error')}")
+            return 1
+        sb = hello.get("sandbox") or {}
+        mode = args.mode or ("full" if hello["can_run"] else "compile")
+        rows.append({"check": "judge sandbox", "ok": sb.get("tool") == "bubblewrap" and sb.get("unsafe") is False
+                     and (sb.get("gpu_nodes") is True or not hello["can_run"]), "detail": json.dumps(sb)})
+        for dsl, info in sorted((hello.get("dsls") or {}).items()):
+            if not info.get("available"):
+                continue
+            pdir = args.problems / "A" / "A01_bias_gelu"
+            resp = judge.evaluate(pdir, dsl, mode, {"c": pdir / dsl / "solution.py"}, seed=args.seed)
+            rep = resp["reports"][0]["report"] if resp.get("ok") else {"verdict": "protocol_error",
+                                                                        "message": resp.get("error")}
+            ident = ((rep.get("env") or {}).get("runner") or {}).get("identity") or {}
+            want_uid = sb.get("uid")
+            ok = (rep.get("verdict") == "correct" and ident.get("uid") == want_uid and ident.get("euid") == want_uid
+                  and (ident.get("visible_pids") or 99) <= 2 and int(str(ident.get("CapEff", "1")), 16) == 0)
+            if not ok:
+                print(f"--- log of the A01 {dsl} expert ---\n{str(rep.get('log', ''))[-3000:]}")
+            rows.append({"check": f"A01 {dsl} expert, {mode} mode, sandboxed", "ok": ok,
+                         "detail": f"{rep.get('verdict')}/{rep.get('reason')}: {str(rep.get('message'))[:200]}; "
+                                   f"runner {json.dumps(ident)}"})
+        cases = [c for c in load_manifest(DEFAULT_MANIFEST) if c.file.startswith("e")]
+        available = {d for d, i in (hello.get("dsls") or {}).items() if i.get("available")}
+        cases = [c for c in cases if c.dsl in available]
+        for r in run_cases(judge, cases, DEFAULT_MANIFEST.parent, args.problems, bool(hello["can_run"]), mode,
+                           seed=args.seed):
+            rows.append({"check": f"escape {r['file']} ({r['mode']})", "ok": r["ok"],
+                         "detail": f"expected {r['expected']}, got {r['got']}: {r['message'][:200]}"})
+    for r in rows:
+        print(f"{'ok  ' if r['ok'] else 'FAIL'} {r['check']:52} {r['detail'][:160]}")
+    print(f"[sandbox self-check, mode {mode}, gpu {hello.get('gpu')}]")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"hello": hello, "mode": mode, "rows": rows}, indent=2))
+    return 0 if rows and all(r["ok"] for r in rows) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problems", type=Path, default=REPO / "problems")
@@ -72,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--judge-arg", action="append", default=[])
+    ap.add_argument("--sandbox", action="store_true", help="check the OS sandbox instead (see above)")
     args = ap.parse_args(argv)
+    if args.sandbox:
+        return sandbox_check(args)
     targets = find_targets(args.problems, not args.no_fixtures)
     if args.only:
         targets = [t for t in targets if args.only in t[0]]

@@ -1,8 +1,9 @@
-"""Timing, shared by the runner (candidates) and the judge (baselines, floor): an L2 flush outside
-the window, a device sync, CUDA events around one call; statistics (median, IQR) and the
-wall-clock cross-check. The harness's references to the timer functions are taken when this
-module is imported, before any candidate code runs, and `watched_identities` lets the judge see
-whether anyone replaced them afterwards."""
+"""Timing, shared by the runner (candidates) and the judge (baselines, floor, GPU ceilings): an L2
+flush outside the window, a device sync, CUDA events around one call; statistics (median, IQR,
+the distribution-free confidence interval of the median that stops adaptive repetitions), the
+wall-clock cross-check and the physical-plausibility bound. The harness's references to the timer
+functions are taken when this module is imported, before any candidate code runs, and
+`watched_identities` lets the judge see whether anyone replaced them afterwards."""
 
 from __future__ import annotations
 
@@ -23,6 +24,12 @@ _sync = torch.cuda.synchronize
 _perf = time.perf_counter
 
 TIMER = "cuda_event"
+# Bump when the timing method changes in a way the source hash below would not show (it is part
+# of the baseline cache key together with a hash of this file and of baselines.py).
+TIMING_VERSION = 2
+# The plausibility guard's allowance for clock and measurement variation: a median under
+# PLAUSIBLE_FRACTION x the roofline ideal is physically impossible on this GPU.
+PLAUSIBLE_FRACTION = 0.95
 
 
 def watched_identities() -> dict[str, int]:
@@ -71,6 +78,32 @@ def summarize(times_us: Sequence[float], wall_us_per_call: float | None = None) 
     }
 
 
+def median_ci(times_us: Sequence[float], z: float = 1.959964) -> tuple[float, float, float]:
+    """(median, lower, upper): the distribution-free ~95% confidence interval of the median from
+    order statistics (ranks n/2 -+ z*sqrt(n)/2, the normal approximation of the binomial)."""
+    s = sorted(float(t) for t in times_us)
+    n = len(s)
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    half = z * math.sqrt(n) / 2.0
+    lo = max(0, math.floor(n / 2.0 - half) - 1)
+    hi = min(n - 1, math.ceil(n / 2.0 + half) - 1)
+    return quantile(s, 0.5), s[lo], s[hi]
+
+
+def ci_converged(times_us: Sequence[float], rel: float) -> bool:
+    """True when the median's 95% CI half-width is under `rel` x the median."""
+    med, lo, hi = median_ci(times_us)
+    return len(times_us) >= 2 and med > 0 and (hi - lo) / 2.0 < rel * med
+
+
+def ideal_us(bytes_moved: float, flops: float, bandwidth: float, flop_rate: float) -> float:
+    """The roofline time of one call: max(bytes / bandwidth, flops / peak), in microseconds."""
+    mem = bytes_moved / bandwidth * 1e6 if bandwidth > 0 else 0.0
+    comp = flops / flop_rate * 1e6 if flops and flop_rate > 0 else 0.0
+    return max(mem, comp)
+
+
 def wall_mismatch(median_us: float, wall_us_per_call: float) -> bool:
     """Work escapes the events when the synced wall time per call exceeds 1.5x the median + 30 us."""
     return wall_us_per_call > 1.5 * median_us + 30.0
@@ -84,11 +117,12 @@ def l2_flush_buffer(device: int | None = None) -> torch.Tensor:
 
 
 def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
-               before: Callable[[int], None] | None = None, after: Callable[[int, float], None] | None = None,
-               extra: Callable[[int], None] | None = None) -> list[float]:
-    """`reps` repetitions of: flush L2, device sync, start event, fn(), end event; microseconds.
-    `before(i)` runs before rep i's flush (checkpoints refill the buffers there), `after(i, t)`
-    after rep i completed, `extra(i)` after rep i for untimed work (a profiled call)."""
+               before: Callable[[int], None] | None = None, profile_at: int | None = None,
+               profile: Callable[[], None] | None = None) -> list[float]:
+    """`reps` repetitions of: [before(i)], flush L2, device sync, start event, fn(), end event,
+    device sync; microseconds. `before(i)` is where the judge writes rep i's fresh inputs and
+    poisoned outputs (the runner waits for its "go" there). Rep `profile_at` calls `profile()`
+    (fn under the recorders) instead of the timed window; it yields no time."""
     start = _Event(enable_timing=True)
     end = _Event(enable_timing=True)
     out: list[float] = []
@@ -98,17 +132,16 @@ def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
         if flush is not None:
             flush.zero_()
         _sync()
+        if profile is not None and i == profile_at:
+            profile()
+            _sync()
+            continue
         _ev_record(start)
         fn()
         _ev_record(end)
         _ev_sync(end)
-        t = float(_ev_elapsed(start, end)) * 1000.0
-        out.append(t)
-        if after is not None:
-            _sync()
-            after(i, t)
-        if extra is not None:
-            extra(i)
+        out.append(float(_ev_elapsed(start, end)) * 1000.0)
+        _sync()  # the device is idle before the judge reads the outputs
     return out
 
 
@@ -120,3 +153,46 @@ def wall_per_call_us(fn: Callable[[], Any], n: int) -> float:
         fn()
     _sync()
     return (_perf() - t0) / max(n, 1) * 1e6
+
+
+def best_us(fn: Callable[[], Any], reps: int) -> float:
+    """The fastest of `reps` event-timed calls after two warm-up calls (ceilings: the best rate)."""
+    fn()
+    fn()
+    times = []
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    for _ in range(reps):
+        _sync()
+        _ev_record(start)
+        fn()
+        _ev_record(end)
+        _ev_sync(end)
+        times.append(float(_ev_elapsed(start, end)) * 1000.0)
+    return min(times)
+
+
+def _bandwidth_us(n: int, reps: int) -> tuple[float, float, float]:
+    a = torch.empty(n // 4, dtype=torch.float32, device="cuda").uniform_()
+    b = torch.empty_like(a)
+    return (best_us(lambda: b.copy_(a), reps), best_us(lambda: a.sum(), reps), best_us(lambda: b.fill_(1.0), reps))
+
+
+def _gemm_us(n: int, reps: int) -> float:
+    m = torch.randn(n, n, dtype=torch.bfloat16, device="cuda")
+    w = torch.randn(n, n, dtype=torch.bfloat16, device="cuda")
+    o = torch.empty(n, n, dtype=torch.bfloat16, device="cuda")
+    return best_us(lambda: torch.mm(m, w, out=o), reps)
+
+
+def measure_ceilings(reps: int = 10, gib: int = 1, gemm_n: int = 8192) -> dict[str, Any]:
+    """This GPU's ceilings: device-memory bandwidth (copy counted as read + write, read-only
+    reduction, write-only fill; the highest is used) and the bf16 dense GEMM rate through torch
+    (cuBLAS) at gemm_n^3. Best of `reps` each, so the bound they give is conservative."""
+    n = gib << 30
+    copy_us, read_us, write_us = _bandwidth_us(n, reps)
+    gemm_us = _gemm_us(gemm_n, reps)
+    torch.cuda.empty_cache()
+    bw = {"copy": 2 * n / (copy_us * 1e-6), "read": n / (read_us * 1e-6), "write": n / (write_us * 1e-6)}
+    return {"bandwidth_bytes_per_s": max(bw.values()), "bandwidth_by_kind": bw,
+            "bf16_flops_per_s": 2.0 * gemm_n ** 3 / (gemm_us * 1e-6),
+            "method": f"best of {reps}: copy/sum/fill of {gib} GiB, torch.mm bf16 {gemm_n}^3"}

@@ -66,9 +66,9 @@ def expect(fn: Callable[..., None], reason: str, shape: str = "small", problem: 
 def test_correct_function_passes(shape: str) -> None:
     t = LocalTarget(correct)
     rep = checker().check_shape(t, A01.shape(shape), trials=5)
-    assert rep.trials == 6 and rep.fresh_buffers and rep.perturbation
+    assert rep.trials == 6 and rep.fresh_buffers and rep.perturbation and rep.repeat
     assert rep.stats["y"].max_err_over_bound <= 1.0
-    assert t.calls == 5 + 2 + 1  # trials, perturbation (base + perturbed), fresh buffers
+    assert t.calls == 5 + 1 + 2 + 1  # trials, repeat, perturbation (base + perturbed), fresh buffers
 
 
 def test_eager_formulation_passes_too() -> None:
@@ -125,6 +125,21 @@ def test_skips_work_when_called_again() -> None:
         if len(seen) == 1:
             y.copy_(gelu_bf16(x, b))
     expect(lazy, "unwritten_output")
+
+
+def test_memoizes_unchanged_inputs() -> None:
+    """Keeps private copies of the inputs and skips the work when they are bitwise unchanged
+    (what a kernel can do on the device): every trial has fresh inputs, so only the repeat trial
+    (same inputs again, outputs poisoned again) sees it."""
+    memo: dict[str, torch.Tensor] = {}
+
+    def memoizing(x: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> None:
+        if "x" in memo and torch.equal(memo["x"], x) and torch.equal(memo["b"], b):
+            return
+        memo["x"], memo["b"] = x.clone(), b.clone()
+        correct(x, b, y)
+    f = expect(memoizing, "unwritten_output")
+    assert "repeat trial" in f.message
 
 
 def test_mutates_input() -> None:

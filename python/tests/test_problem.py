@@ -140,3 +140,59 @@ def test_poison(dtype: torch.dtype) -> None:
         assert not bool(poison_mask(t)[3])
     t[5] = 1 if dtype != torch.bool else True
     assert not bool(poison_mask(t)[5])
+
+
+@pytest.mark.parametrize("rel", ["A/A01_bias_gelu", "C/C01_softmax", "D/D01_gemm"])
+def test_declared_bytes_match_the_tensors(rel: str) -> None:
+    """These problems read each input once and write each output once: the declared `bytes`
+    must equal the sum of the tensor sizes on every shape set."""
+    p = load_problem(PROBLEMS / rel)
+    for s in p.shapes:
+        total = 0
+        for t in (*p.inputs, *p.outputs):
+            n = torch.empty((), dtype=t.torch_dtype).element_size()
+            for d in t.resolve(s.dims):
+                n *= d
+            total += n
+        assert p.min_bytes(s) == total, (rel, s.name)
+    assert (p.flop_count(p.benchmark_shape) > 0) == (p.flops is not None)
+
+
+def test_problem_without_bytes_is_refused(tmp_path: Path) -> None:
+    import shutil
+
+    src = PROBLEMS / "A/A01_bias_gelu"
+    dst = tmp_path / "A" / "A01_bias_gelu"
+    shutil.copytree(src, dst)
+    text = (dst / "problem.toml").read_text()
+    (dst / "problem.toml").write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("bytes")))
+    with pytest.raises(ProblemError, match=r"problem.toml: field `bytes`: required"):
+        load_problem(dst)
+    (dst / "problem.toml").write_text(text.replace('bytes = "4*T*H + 2*H"', 'bytes = "4*T*Q"'))
+    with pytest.raises(ProblemError, match=r"field `bytes`: dimension Q is not bound"):
+        load_problem(dst)
+    before = load_problem(src).content_hash()
+    (dst / "problem.toml").write_text(text)
+    assert load_problem(dst).content_hash() == before
+    (dst / "reference.py").write_text((dst / "reference.py").read_text() + "\n# edited\n")
+    assert load_problem(dst).content_hash() != before
+
+
+def test_fill_fast_is_deterministic_per_label() -> None:
+    """The timing loop's inputs: regenerated bit-identically from the label, different per label
+    and per seed, following the declared distribution."""
+    p = load_problem(PROBLEMS / "A/A01_bias_gelu")
+    s = p.shape("ragged")
+    gen = InputGenerator(p, 7)
+    a, b, c = (allocate(p.inputs, s, "cpu") for _ in range(3))
+    gen.fill_fast(a, s, ("k", 0, 3))
+    gen.fill_fast(b, s, ("k", 0, 3))
+    gen.fill_fast(c, s, ("k", 0, 4))
+    for x, y, z in zip(a, b, c, strict=True):
+        assert torch.equal(x.view(torch.int16), y.view(torch.int16))
+        assert not torch.equal(x, z)
+    other = allocate(p.inputs, s, "cpu")
+    InputGenerator(p, 8).fill_fast(other, s, ("k", 0, 3))
+    assert not torch.equal(other[0], a[0])
+    x = a[0].float()
+    assert 0.2 < float(x.std()) < 5.0 and bool(torch.isfinite(x).all())

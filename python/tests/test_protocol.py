@@ -19,7 +19,7 @@ from mkb_eval.cli import JudgeClient
 A01 = PROBLEMS / "A/A01_bias_gelu"
 REPORT_FIELDS = {"verdict", "mode", "reason", "message", "compile_s", "runtime", "baselines", "t_ref_us",
                  "t_ref_name", "speedup_eager", "speedup_compile", "floor_us", "kernels", "env", "checks", "log",
-                 "eval_s"}
+                 "eval_s", "ideal_us", "phases"}
 
 
 def one_report(resp: dict[str, Any], key: str = "c") -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Red team (dynamic layer): makes a new stream current while calling the (correct) TIRx launcher,
 without naming torch.cuda.Stream (the type of the current stream, used as a context manager),
 and returns before the work is done. Expected: incorrect, side_stream. (Relies on the TIRx
-launcher using torch's current stream, as dsl-notes/tirx.md says; if it used the default stream
+launcher using torch's current stream, as docs/dsl/tirx.md says; if it used the default stream
 instead, the kernel would not leave the current stream and this case would pass.)"""
 import torch  # noqa: F401  (before tvm_tirx)
 import tvm_tirx

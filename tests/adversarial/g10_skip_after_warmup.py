@@ -1,7 +1,7 @@
 """Red team (timing integrity): correct for the first calls of each compiled shape (enough for the
 correctness trials), then skips the work, so the timing loop measures nothing.
-Expected (full mode): incorrect, recheck_failed (a checkpoint inside the timing loop) or
-kernel_set_changed (the profiled timed call launched no kernel)."""
+Expected (full mode): incorrect, timing_check_failed (every timed repetition has poisoned
+outputs; the secretly checked ones find them unwritten)."""
 import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute

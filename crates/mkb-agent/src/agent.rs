@@ -1,7 +1,24 @@
 //! The agent loop of one attempt: a fresh conversation (system prompt + variant prompt, plus a
 //! skill in its fixed slot for skill-conditioned and placebo attempts), tool calls served
 //! against the real evaluator, budgets enforced, the final kernel chosen, and, for solo
-//! attempts, the distillation turn. Every event is appended to a JSONL trajectory as it happens.
+//! attempts, the distillation turn. Every event is appended to a JSONL trajectory as it happens,
+//! scrubbed of the process's secrets.
+//!
+//! Wall budget: everything an attempt does (model calls and their retries, tool evaluations,
+//! the distillation turn) ends by `start + max_wall_s + queued`, where `queued` is the time its
+//! tool evaluations spent waiting for the shared evaluator (a call's wall time less the
+//! evaluation's own `phases.total`): that wait depends on how busy the evaluator is, which
+//! differs between the solo and conditioned phases of a run, so it is not charged to the
+//! agent (at most another `max_wall_s` of it is granted). Both are recorded (`wall_s`,
+//! `eval_wait_s`). The conversation itself ends [`distill_reserve`] earlier in every
+//! condition alike, so that a solo attempt's distillation fits in the same budget without
+//! giving solo attempts less time than the others. An optional input-token cap
+//! (`max_input_tokens`) ends the conversation before a call once the attempt's prompt tokens
+//! reach it.
+//!
+//! Faults that are not the model's (the provider failing past its retries or never answering,
+//! an evaluation that failed for infrastructure reasons) end the attempt with an
+//! [`AttemptError`]: it is not recorded and a re-run redoes it.
 
 use crate::provider::{
     ChatRequest, ConversationKey, Message, Provider, ProviderError, Sampling, Usage,
@@ -69,7 +86,11 @@ pub struct AttemptOutcome {
     pub turns: u32,
     pub usage: Usage,
     pub evals: Vec<ToolEval>,
+    /// Wall seconds of the attempt (the conversation, distillation excluded), queueing for
+    /// the evaluator included.
     pub wall_s: f64,
+    /// Seconds of `wall_s` its tool evaluations spent queued for the evaluator.
+    pub eval_wait_s: f64,
     /// Relative path of the final kernel, when any kernel was written.
     pub final_kernel: Option<String>,
     /// "best_correct" (the harness measured it correct), "last_written" or "none".
@@ -88,6 +109,10 @@ pub enum AttemptError {
     Evaluator(String),
     #[error("provider unavailable: {0}")]
     Provider(String),
+    /// Every request will fail the same way (key refused, unknown model, bad recordings):
+    /// the run must stop before it stores anything.
+    #[error("provider refused the run: {0}")]
+    ProviderFatal(String),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -113,7 +138,8 @@ impl Trajectory {
         if let (Some(obj), serde_json::Value::Object(b)) = (v.as_object_mut(), body) {
             obj.extend(b);
         }
-        let mut line = serde_json::to_string(&v).unwrap_or_default();
+        let mut line =
+            mkb_core::secret::scrub(&serde_json::to_string(&v).unwrap_or_default()).into_owned();
         line.push('\n');
         self.file.write_all(line.as_bytes())?;
         self.file.flush()
@@ -159,6 +185,12 @@ enum Flow {
     End(EndReason),
 }
 
+/// The end of an attempt's wall budget kept for its distillation turn: a tenth of the budget,
+/// at most 600 s. The conversation of every attempt (solo or not) ends this much earlier.
+pub fn distill_reserve(max_wall_s: u64) -> Duration {
+    Duration::from_secs(max_wall_s.min(6000)) / 10
+}
+
 /// Run one attempt to its end and, when asked, distill its skill.
 pub async fn run_attempt(
     spec: &AttemptSpec,
@@ -169,10 +201,21 @@ pub async fn run_attempt(
     let traj_rel = format!("{}/trajectory.jsonl", spec.rel_dir);
     let mut traj = Trajectory::create(&spec.dir.join("trajectory.jsonl"))?;
     let start = Instant::now();
-    let deadline = start + Duration::from_secs(spec.budget.max_wall_s);
-    let mut session = provider
-        .session(&spec.key)
-        .map_err(|e| AttemptError::Provider(e.to_string()))?;
+    // The whole attempt, distillation included, ends by `hard_deadline`.
+    let hard_deadline = start + Duration::from_secs(spec.budget.max_wall_s);
+    let base_deadline = hard_deadline - distill_reserve(spec.budget.max_wall_s);
+    // Time queued for the evaluator so far: it moves every deadline later.
+    let mut queued = Queued {
+        total: Duration::ZERO,
+        cap: Duration::from_secs(spec.budget.max_wall_s),
+    };
+    let mut session = provider.session(&spec.key).map_err(|e| {
+        if e.is_fatal() {
+            AttemptError::ProviderFatal(e.to_string())
+        } else {
+            AttemptError::Provider(e.to_string())
+        }
+    })?;
     let specs = tool_specs();
 
     let mut messages = vec![
@@ -190,7 +233,8 @@ pub async fn run_attempt(
     let mut kernel: Option<(u32, String)> = None; // (version, snapshot rel path)
     let mut versions = 0u32;
     let mut best = Best::default();
-    let mut error = None;
+    // Provider faults no longer end an attempt (they abort it), so nothing sets this yet.
+    let error: Option<String> = None;
 
     let end = loop {
         if turns >= spec.budget.max_turns {
@@ -199,6 +243,14 @@ pub async fn run_attempt(
         if usage.output_tokens >= spec.budget.max_output_tokens {
             break EndReason::MaxOutputTokens;
         }
+        if spec
+            .budget
+            .max_input_tokens
+            .is_some_and(|cap| usage.input_tokens >= cap)
+        {
+            break EndReason::MaxInputTokens;
+        }
+        let deadline = base_deadline + queued.total;
         if Instant::now() >= deadline {
             break EndReason::WallClock;
         }
@@ -218,14 +270,19 @@ pub async fn run_attempt(
         };
         let resp = match session.chat(&req, deadline).await {
             Ok(r) => r,
-            Err(e) => match classify(&e) {
-                ProviderFailure::Deadline => break EndReason::WallClock,
-                ProviderFailure::Final => {
-                    error = Some(e.to_string());
-                    traj.log("provider_error", json!({"error": e.to_string()}))?;
-                    break EndReason::ProviderError;
+            Err(e) => match classify(&e, turns) {
+                ProviderFailure::Budget => break EndReason::WallClock,
+                ProviderFailure::Fatal => {
+                    traj.log(
+                        "provider_error",
+                        json!({"error": e.to_string(), "fatal": true}),
+                    )?;
+                    return Err(AttemptError::ProviderFatal(e.to_string()));
                 }
-                ProviderFailure::Transient => return Err(AttemptError::Provider(e.to_string())),
+                ProviderFailure::NotAnAttempt => {
+                    traj.log("provider_error", json!({"error": e.to_string()}))?;
+                    return Err(AttemptError::Provider(e.to_string()));
+                }
             },
         };
         turns += 1;
@@ -251,6 +308,8 @@ pub async fn run_attempt(
                 let (text, f) = handle_tool(
                     spec,
                     pool,
+                    base_deadline,
+                    &mut queued,
                     &call.name,
                     &call.arguments,
                     &mut kernel,
@@ -300,6 +359,7 @@ pub async fn run_attempt(
                 max_chars,
                 final_rel.as_deref(),
                 &mut traj,
+                hard_deadline + queued.total,
             )
             .await?,
         ),
@@ -312,6 +372,7 @@ pub async fn run_attempt(
         usage,
         evals,
         wall_s,
+        eval_wait_s: queued.total.as_secs_f64(),
         final_kernel: final_rel,
         final_source,
         trajectory: traj_rel,
@@ -331,18 +392,53 @@ fn run_root(spec: &AttemptSpec) -> PathBuf {
 }
 
 enum ProviderFailure {
-    Deadline,
-    /// Recorded as the attempt's end (deterministic or the model's own fault).
-    Final,
-    /// Not recorded: retried when the run is resumed.
-    Transient,
+    /// The wall budget ran out while the model was answering: the attempt's own end.
+    Budget,
+    /// The run must stop (key refused, unknown model, bad recordings).
+    Fatal,
+    /// A provider fault: the attempt is not recorded and a re-run redoes it.
+    NotAnAttempt,
 }
 
-fn classify(e: &ProviderError) -> ProviderFailure {
+/// What a failed model call means for the attempt, after `turns` answered calls.
+fn classify(e: &ProviderError, turns: u32) -> ProviderFailure {
     match e {
-        ProviderError::DeadlineExceeded { .. } => ProviderFailure::Deadline,
-        e if e.is_retryable() => ProviderFailure::Transient,
-        _ => ProviderFailure::Final,
+        // The deadline cut a call short. It is the attempt's budget when the provider was
+        // answering; a provider that failed until the end, or never answered at all, is a fault.
+        ProviderError::DeadlineExceeded { last, .. } => {
+            if last.is_some() || turns == 0 {
+                ProviderFailure::NotAnAttempt
+            } else {
+                ProviderFailure::Budget
+            }
+        }
+        e if e.is_fatal() => ProviderFailure::Fatal,
+        _ => ProviderFailure::NotAnAttempt,
+    }
+}
+
+/// Time an attempt's evaluations spent queued for the evaluator, and how much of it may still
+/// extend the attempt's deadlines.
+struct Queued {
+    total: Duration,
+    cap: Duration,
+}
+
+impl Queued {
+    /// The part of an evaluation call's `elapsed` wall time spent queued: what the
+    /// evaluation's own phases (`phases.total`) do not account for; 0 when unknown.
+    fn wait_of(elapsed: Duration, report: &EvalReport) -> Duration {
+        match report.phases.as_ref().map(|p| p.total) {
+            Some(t) if t.is_finite() && t >= 0.0 => {
+                elapsed.saturating_sub(Duration::from_secs_f64(t.min(1e9)))
+            }
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Count `wait` (granted up to the cap).
+    fn add(&mut self, wait: Duration) {
+        self.total = (self.total + wait).min(self.cap);
     }
 }
 
@@ -350,6 +446,8 @@ fn classify(e: &ProviderError) -> ProviderFailure {
 async fn handle_tool(
     spec: &AttemptSpec,
     pool: &EvalPool,
+    base_deadline: Instant,
+    queued: &mut Queued,
     name: &str,
     args: &serde_json::Value,
     kernel: &mut Option<(u32, String)>,
@@ -376,7 +474,7 @@ async fn handle_tool(
             Some(src) => {
                 *versions += 1;
                 let rel = format!("{}/kernels/v{}.py", spec.rel_dir, versions);
-                std::fs::write(root.join(&rel), src)?;
+                std::fs::write(root.join(&rel), mkb_core::secret::scrub(src).as_bytes())?;
                 *kernel = Some((*versions, rel));
                 (
                     format!(
@@ -410,14 +508,61 @@ async fn handle_tool(
                     Flow::End(EndReason::MaxToolEvals),
                 ));
             }
+            // The evaluation, like everything else, ends within the attempt's budget.
+            let deadline = base_deadline + queued.total;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok((
+                    "Not run: the wall-clock budget is used up.".into(),
+                    Flow::End(EndReason::WallClock),
+                ));
+            }
             let mut req =
                 EvalRequest::single(spec.problem_dir.clone(), spec.dsl, mode, root.join(&snap));
             req.timing = spec.tool_timing;
-            let report = match pool.evaluate_one(req).await {
-                Ok(r) => r,
-                Err(EvalError::NoGpu) => return Ok((format!("{t} is unavailable on this machine: there is no GPU, only compile runs here."), Flow::Continue)),
-                Err(e) => return Err(AttemptError::Evaluator(e.to_string())),
+            req.limits.total_s = req.limits.total_s.min(left.as_secs_f64().max(1.0));
+            req.limits.build_s = req.limits.build_s.min(req.limits.total_s);
+            // Waiting in the evaluator's queue is not the agent's time: the call may run past
+            // the deadline by what is left of the queueing allowance, and is judged against
+            // the deadline moved by its own queueing once it returns.
+            let called = Instant::now();
+            let evaluated = tokio::time::timeout_at(
+                tokio::time::Instant::from_std(deadline + queued.cap.saturating_sub(queued.total)),
+                pool.evaluate_one(req),
+            )
+            .await;
+            if let Ok(Ok(r)) = &evaluated {
+                queued.add(Queued::wait_of(called.elapsed(), r));
+            }
+            let evaluated = match evaluated {
+                Ok(Ok(_)) if Instant::now() > base_deadline + queued.total => Err(()),
+                Ok(x) => Ok(x),
+                Err(_) => Err(()),
             };
+            let report = match evaluated {
+                Err(_) => {
+                    traj.log("eval_cut", json!({"tool": t, "kernel": snap, "why": "the attempt's wall budget ended during the evaluation"}))?;
+                    return Ok((
+                        "Not finished: the wall-clock budget ended during this evaluation.".into(),
+                        Flow::End(EndReason::WallClock),
+                    ));
+                }
+                Ok(Ok(r)) => r,
+                Ok(Err(EvalError::NoGpu)) => return Ok((format!("{t} is unavailable on this machine: there is no GPU, only compile runs here."), Flow::Continue)),
+                Ok(Err(e)) => return Err(AttemptError::Evaluator(e.to_string())),
+            };
+            // The machine failed, not the kernel (after the pool's own retries): not a result.
+            if report.is_infrastructure() {
+                traj.log(
+                    "eval_not_evaluated",
+                    json!({"seq": evals.len(), "tool": t, "kernel": snap, "report": report}),
+                )?;
+                return Err(AttemptError::Evaluator(format!(
+                    "not evaluated ({}): {}",
+                    report.reason.as_deref().unwrap_or("?"),
+                    crate::tools::trim_middle(&report.message, 300)
+                )));
+            }
             let seq = evals.len() as u32;
             traj.log("eval", json!({"seq": seq, "tool": t, "kernel_version": version, "kernel": snap, "report": report}))?;
             best.observe(mode, &snap, &report);
@@ -452,7 +597,9 @@ async fn handle_tool(
 
 /// The distillation turn: the same conversation asked for a skill. Its tokens are counted
 /// apart from the attempt's budget. A failed call still yields a (flagged, empty) skill, so
-/// that the conditioned attempt it feeds runs with what the source produced.
+/// that the conditioned attempt it feeds runs with what the source produced. It ends by
+/// `deadline`, the end of the attempt's own wall budget.
+#[allow(clippy::too_many_arguments)]
 async fn distill(
     spec: &AttemptSpec,
     session: &mut crate::provider::Session,
@@ -461,12 +608,12 @@ async fn distill(
     max_chars: usize,
     final_kernel: Option<&str>,
     traj: &mut Trajectory,
+    deadline: Instant,
 ) -> Result<(Skill, Usage), AttemptError> {
     let ask = Message::user(distill_prompt(max_chars));
     traj.log("message", json!({"message": ask, "phase": "distill"}))?;
     messages.push(ask);
     let mut usage = Usage::default();
-    let deadline = Instant::now() + Duration::from_secs(600);
     let mut text = None;
     let mut failure = None;
     for _ in 0..2 {
@@ -501,8 +648,15 @@ async fn distill(
                 ));
             }
             Err(e) => {
-                if let ProviderFailure::Transient = classify(&e) {
-                    return Err(AttemptError::Provider(e.to_string()));
+                // The attempt answered before: a deadline here is the budget running out.
+                match classify(&e, 1) {
+                    ProviderFailure::Fatal => {
+                        return Err(AttemptError::ProviderFatal(e.to_string()))
+                    }
+                    ProviderFailure::NotAnAttempt => {
+                        return Err(AttemptError::Provider(e.to_string()))
+                    }
+                    ProviderFailure::Budget => {}
                 }
                 failure = Some(e.to_string());
                 traj.log(
@@ -530,4 +684,44 @@ async fn distill(
         .extend(audit(&skill, spec.audit_target, source.as_deref()));
     traj.log("skill", json!({"skill": skill, "usage": usage}))?;
     Ok((skill, usage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mkb_core::eval::Phases;
+
+    fn report(total: Option<f64>) -> EvalReport {
+        let mut r = EvalReport::infrastructure(
+            EvalMode::Compile,
+            Verdict::Correct,
+            "ok",
+            "compiled".into(),
+        );
+        r.phases = total.map(|t| Phases {
+            total: t,
+            ..Phases::default()
+        });
+        r
+    }
+
+    #[test]
+    fn queueing_is_what_the_evaluation_itself_does_not_account_for() {
+        let s = Duration::from_secs;
+        // 50 s of wall time, 20 s of it the evaluation's own phases: 30 s queued.
+        assert_eq!(Queued::wait_of(s(50), &report(Some(20.0))), s(30));
+        // An evaluation that reports more than the call took queued for nothing.
+        assert_eq!(Queued::wait_of(s(10), &report(Some(20.0))), s(0));
+        // Unknown phases: nothing is excused (all of it is the agent's time).
+        assert_eq!(Queued::wait_of(s(50), &report(None)), s(0));
+        assert_eq!(Queued::wait_of(s(50), &report(Some(f64::NAN))), s(0));
+        // The grant is capped (at the wall budget).
+        let mut q = Queued {
+            total: Duration::ZERO,
+            cap: s(60),
+        };
+        q.add(s(40));
+        q.add(s(40));
+        assert_eq!(q.total, s(60));
+    }
 }

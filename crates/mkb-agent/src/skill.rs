@@ -5,7 +5,7 @@
 use mkb_core::Dsl;
 use serde::{Deserialize, Serialize};
 
-/// Default hard cap on a skill's length, in characters (ARCHITECTURE.md).
+/// Default hard cap on a skill's length, in characters (docs/design.md).
 pub const DEFAULT_MAX_CHARS: usize = 6000;
 
 /// The message that asks the same conversation for a skill, whatever the attempt's outcome.

@@ -1,4 +1,4 @@
-//! `analyze`: from attempt rows to the paired statistics of ARCHITECTURE.md ("Scoring"), per
+//! `analyze`: from attempt rows to the paired statistics of docs/design.md ("Scoring"), per
 //! model and direction, per family, for the conditioned attempts and for the two controls
 //! (placebo and repeat solo), plus the source-above / source-below table and token / wall-time
 //! usage. The result ([`Analysis`]) is what `mkb analyze --json` prints.
@@ -24,6 +24,7 @@
 use crate::bootstrap::{
     interval, Ci, IntervalMethod, PairedData, PairedProblem, Resampling, StatKind,
 };
+use crate::headline::{Headline, HeadlineOptions};
 use crate::rng::Rng;
 use crate::row::{compare, AttemptRow, Outcome, DEFAULT_NOISE_EPS};
 use crate::stats::{self, wilcoxon_signed_rank, Wilcoxon};
@@ -31,11 +32,21 @@ use mkb_core::{Condition, Direction, Dsl, Family};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Version of the [`Analysis`] JSON layout; bump on incompatible changes.
-pub const ANALYSIS_SCHEMA_VERSION: u32 = 1;
+/// Version of the [`Analysis`] JSON layout; bump on incompatible changes (2: `headline`,
+/// the significance rule of [`MIN_PROBLEMS_FOR_CI`] and [`MIN_RESAMPLES_FOR_CI`]).
+pub const ANALYSIS_SCHEMA_VERSION: u32 = 2;
 
-/// Below this many paired problems the output warns that the CI is not reliable.
+/// Below this many paired problems the output warns that the CI is not reliable, and no CI
+/// is starred as significant.
 pub const MIN_PROBLEMS_FOR_CI: usize = 8;
+
+/// Below this many bootstrap resamples no CI is starred as significant (the interval's end
+/// points are themselves too noisy).
+pub const MIN_RESAMPLES_FOR_CI: usize = 1000;
+
+/// The one default bootstrap seed of `mkb analyze`, `mkb report` and `mkb export` (and of
+/// [`AnalysisOptions::default`]), so one run shows the same CIs everywhere.
+pub const DEFAULT_SEED: u64 = 20261129;
 
 /// The treated conditions, in report order.
 pub const TREATMENTS: [Condition; 3] = [
@@ -48,7 +59,7 @@ pub const TREATMENTS: [Condition; 3] = [
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AnalysisOptions {
-    /// Bootstrap resamples per cell (ARCHITECTURE.md: 10,000); 0 = point estimates only.
+    /// Bootstrap resamples per cell (docs/design.md: 10,000); 0 = point estimates only.
     pub resamples: usize,
     /// Confidence level of every interval.
     pub confidence: f64,
@@ -75,6 +86,11 @@ pub struct AnalysisOptions {
     pub per_problem: bool,
     /// Worker threads for the bootstrap (0 = all available cores).
     pub threads: usize,
+    /// Compute the headline (pooled standing tables, controls, association test).
+    pub headline: bool,
+    /// The run's per-attempt budget, for the check that budgets were matched in practice
+    /// (`None`: unknown, e.g. a simulation).
+    pub budget: Option<mkb_core::Budget>,
 }
 
 impl Default for AnalysisOptions {
@@ -82,7 +98,7 @@ impl Default for AnalysisOptions {
         AnalysisOptions {
             resamples: 10_000,
             confidence: 0.95,
-            seed: 0x6d6b_625f_626f_6f74, // "mkb_boot"
+            seed: DEFAULT_SEED,
             interval: None,
             resampling: None,
             wilcoxon_exact_max_n: 100,
@@ -91,6 +107,8 @@ impl Default for AnalysisOptions {
             per_family: true,
             per_problem: true,
             threads: 0,
+            headline: true,
+            budget: None,
         }
     }
 }
@@ -114,6 +132,7 @@ impl AnalysisOptions {
             threads: 1,
             per_family: false,
             per_problem: false,
+            headline: false,
             ..self.clone()
         }
     }
@@ -164,7 +183,8 @@ pub struct CellStats {
     /// Paired lift of the mean score; `None` when the solo mean is 0.
     pub lift: Option<f64>,
     pub lift_ci: Option<Ci>,
-    /// The lift's CI excludes 0.
+    /// Starred: the lift's CI excludes 0, with at least [`MIN_PROBLEMS_FOR_CI`] paired
+    /// problems and [`MIN_RESAMPLES_FOR_CI`] resamples.
     pub significant: bool,
     /// Geometric-mean lift (fallback semantics, see the module documentation).
     pub geo_lift: f64,
@@ -335,6 +355,26 @@ pub struct Analysis {
     pub source_tables: Vec<SourceTable>,
     pub usage: Vec<UsageStats>,
     pub problems: Vec<ProblemSummary>,
+    /// The headline claims (lift range, models gaining in both directions, pooled standing
+    /// tables with their controls, the association test): [`crate::headline`].
+    #[serde(default)]
+    pub headline: Headline,
+    /// The tie band per problem variant and how it was obtained.
+    #[serde(default)]
+    pub tie_band: crate::practice::TieBand,
+    /// Budget use per condition and whether it was matched in practice.
+    #[serde(default)]
+    pub budgets: crate::practice::BudgetCheck,
+    /// Costs at the configured model prices (empty without prices).
+    #[serde(default)]
+    pub costs: crate::practice::CostReport,
+    /// The evaluation set analysed ("original", or one `mkb rescore` made); set by the caller.
+    #[serde(default)]
+    pub eval_set: Option<String>,
+    /// Where the run came from (mkb version and commit, packages, GPU, driver); set by the
+    /// caller from the run's store.
+    #[serde(default)]
+    pub provenance: Option<serde_json::Value>,
     pub warnings: Vec<String>,
 }
 
@@ -720,6 +760,38 @@ pub fn analyze(rows: &[AttemptRow], opts: &AnalysisOptions) -> Analysis {
         }
     }
 
+    if opts.resamples > 0 && opts.resamples < MIN_RESAMPLES_FOR_CI {
+        warnings.push(format!(
+            "{} bootstrap resamples: CIs are shown but none is starred below {MIN_RESAMPLES_FOR_CI}",
+            opts.resamples
+        ));
+    }
+    let compile_only = rows
+        .iter()
+        .filter(|r| r.eval_mode.as_deref() == Some("compile"))
+        .count();
+    if compile_only > 0 {
+        warnings.push(format!(
+            "{compile_only} attempt(s) were evaluated compile-only (no correctness check, no timing): they count as not correct"
+        ));
+    }
+    let headline = if !opts.headline {
+        Headline::default()
+    } else {
+        crate::headline::headline(
+            &cells,
+            rows,
+            &HeadlineOptions {
+                resamples: opts.resamples,
+                confidence: opts.confidence,
+                seed: opts.seed,
+                default_noise_eps: opts.default_noise_eps,
+                min_clusters: MIN_PROBLEMS_FOR_CI,
+                min_resamples: MIN_RESAMPLES_FOR_CI,
+            },
+        )
+    };
+    let costs = crate::practice::cost_report(rows, &cells);
     Analysis {
         schema_version: ANALYSIS_SCHEMA_VERSION,
         runs,
@@ -732,6 +804,12 @@ pub fn analyze(rows: &[AttemptRow], opts: &AnalysisOptions) -> Analysis {
         source_tables,
         usage,
         problems,
+        headline,
+        tie_band: crate::practice::tie_band(rows),
+        budgets: crate::practice::budget_check(rows, opts.budget),
+        costs,
+        eval_set: None,
+        provenance: None,
         warnings,
     }
 }
@@ -760,7 +838,7 @@ fn methods(opts: &AnalysisOptions) -> Methods {
             "two-sided Wilcoxon signed-rank on per-problem differences s(treated) - s(solo); average ranks for ties; zeros ranked and split (zsplit, = Pratt under the permutation distribution); exact permutation distribution for n <= {}, normal approximation above",
             opts.wilcoxon_exact_max_n
         ),
-        ties: "tie when |s(treated) - s(solo)| <= eps * max(both), eps = measured timing noise (default 0.03); both failing is a tie".into(),
+        ties: "tie when |s(treated) - s(solo)| <= eps * max(both), eps per problem variant = max(1%, 2 x the median relative range of its solo kernels' repeated timing-session medians), the fixed 0.03 where only one session exists (see the tie band line); both failing is a tie".into(),
         geo_lift: "exp(mean_P [mean_r ln max(1, s_treated) - mean_r ln max(1, s_solo)]) - 1: a failed or slower-than-eager kernel counts as eager (speedup 1)".into(),
         source_table: "per conditioned attempt: source score (its own DSL) vs the target's mean solo score, same tie rule; shares of attempts improved / regressed vs that solo mean".into(),
     }
@@ -920,7 +998,9 @@ fn cell_stats(job: &CellJob, opts: &AnalysisOptions) -> CellStats {
                 degenerate,
             )
         };
-    let significant = lift_ci.is_some_and(|c| c.excludes(0.0));
+    let significant = n >= MIN_PROBLEMS_FOR_CI
+        && opts.resamples >= MIN_RESAMPLES_FOR_CI
+        && lift_ci.is_some_and(|c| c.excludes(0.0));
     let wilcoxon = wilcoxon_signed_rank(&diffs, opts.wilcoxon_exact_max_n);
     let fast_p = opts
         .fast_p
@@ -994,8 +1074,8 @@ fn usage_stats(
             .or_insert(0) += 1;
         *verdicts
             .entry(
-                r.verdict
-                    .map_or("none".to_string(), |v| v.as_str().to_string()),
+                r.verdict_label()
+                    .map_or("none".to_string(), |v| v.to_string()),
             )
             .or_insert(0) += 1;
     }

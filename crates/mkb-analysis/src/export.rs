@@ -11,7 +11,8 @@ use std::io::Write;
 use std::path::Path;
 
 /// Version of the export schema, also written into the Parquet key-value metadata.
-pub const EXPORT_SCHEMA_VERSION: u32 = 1;
+/// 2: `eval_mode` after `verdict`; a compile-only kernel's verdict reads `compiled_only`.
+pub const EXPORT_SCHEMA_VERSION: u32 = 2;
 
 /// Output format of `mkb export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -101,7 +102,8 @@ pub const EXPORT_COLUMNS: &[ExportColumn] = &[
     col("direction", ColType::String, false, "source_dsl->target_dsl, e.g. cute->tirx"),
     col("condition", ColType::String, false, "solo, conditioned, placebo or repeat_solo"),
     col("run_index", ColType::Int32, false, "run r = 0..R-1 of the (model, problem, target, condition) cell"),
-    col("verdict", ColType::String, true, "final evaluation verdict (correct, compile_error, static_check_failed, incorrect, timeout, crashed); null: no kernel evaluated"),
+    col("verdict", ColType::String, true, "final evaluation verdict (correct, compiled_only, compile_error, static_check_failed, incorrect, timeout, crashed); compiled_only: a compile-mode evaluation passed, nothing was checked for correctness; null: no kernel evaluated"),
+    col("eval_mode", ColType::String, true, "mode of the final evaluation: full (correctness and timing) or compile (compiled only, never correct); null: none"),
     col("correct", ColType::Bool, false, "final evaluation passed"),
     col("runtime_us", ColType::Float64, true, "median end-to-end runtime t of the final kernel, microseconds"),
     col("t_ref_us", ColType::Float64, true, "fastest eager PyTorch formulation, same shape and session, microseconds"),
@@ -109,12 +111,15 @@ pub const EXPORT_COLUMNS: &[ExportColumn] = &[
     col("score", ColType::Float64, false, "s = correct ? t_ref / t : 0"),
     col("source_score", ColType::Float64, true, "conditioned/placebo: score of the solo attempt whose skill was in the prompt, in its own DSL"),
     col("source_attempt_id", ColType::String, true, "id of that source attempt"),
-    col("noise_eps", ColType::Float64, false, "measured relative timing noise used for ties (default 0.03)"),
+    col("noise_eps", ColType::Float64, false, "relative tie band of the attempt's problem variant: measured from repeated timing sessions of its solo kernels, else the fixed 0.03"),
+    col("noise_sessions", ColType::Int32, false, "timing sessions noise_eps was measured from (0: the fixed default)"),
     col("input_tokens", ColType::Int64, false, "prompt tokens over the attempt's model calls (distillation excluded)"),
     col("output_tokens", ColType::Int64, false, "completion tokens over the attempt's model calls (distillation excluded)"),
     col("skill_tokens", ColType::Int64, true, "tokens of the distillation turn that wrote a skill from this attempt (solo rows)"),
-    col("wall_s", ColType::Float64, false, "wall-clock seconds of the attempt"),
-    col("end_reason", ColType::String, true, "why the conversation ended (submitted, stopped, max_turns, max_output_tokens, max_tool_evals, wall_clock, provider_error)"),
+    col("cost_usd", ColType::Float64, true, "cost of the attempt's tokens in US dollars at the configured model price (distillation excluded); null: no price"),
+    col("wall_s", ColType::Float64, false, "wall-clock seconds of the attempt, time queued for the evaluator included"),
+    col("eval_wait_s", ColType::Float64, true, "seconds of wall_s queued for the shared evaluator, not charged to the wall budget; null: not recorded (older runs)"),
+    col("end_reason", ColType::String, true, "why the conversation ended (submitted, stopped, max_turns, max_output_tokens, max_input_tokens, max_tool_evals, wall_clock, provider_error)"),
     col("turns", ColType::Int32, false, "assistant turns used (0 = unknown)"),
     col("tool_evals", ColType::Int32, false, "evaluation tool calls used (0 = unknown)"),
     col("skill_flags", ColType::String, true, "leak-audit / format flags of the skill involved, joined by ';' (null: none)"),
@@ -164,7 +169,8 @@ pub fn row_values(r: &AttemptRow) -> Vec<Value> {
         Value::Str(d.label()),
         s(r.condition.as_str()),
         i32_of(r.run_index),
-        r.verdict.map_or(Value::Null, |v| s(v.as_str())),
+        r.verdict_label().map_or(Value::Null, s),
+        os(&r.eval_mode),
         Value::Bool(r.correct),
         of(r.runtime_us),
         of(r.t_ref_us),
@@ -173,10 +179,13 @@ pub fn row_values(r: &AttemptRow) -> Vec<Value> {
         of(r.source_score),
         os(&r.source_attempt_id),
         Value::F64(r.noise_eps),
+        i32_of(r.noise_sessions),
         i64_of(r.input_tokens),
         i64_of(r.output_tokens),
         r.skill_tokens.map_or(Value::Null, i64_of),
+        of(r.cost_usd),
         Value::F64(r.wall_s),
+        of(r.eval_wait_s),
         r.end_reason.map_or(Value::Null, |e| s(e.as_str())),
         i32_of(r.turns),
         i32_of(r.tool_evals),
@@ -367,6 +376,28 @@ pub fn export_schema_markdown() -> String {
 mod tests {
     use super::*;
     use crate::simulate::{simulate, SimConfig};
+
+    #[test]
+    fn a_compile_only_kernel_is_never_exported_as_correct() {
+        let mut r = crate::row::test_row(
+            "m",
+            "A01",
+            mkb_core::Dsl::Tirx,
+            mkb_core::Condition::Solo,
+            0,
+            0.0,
+        );
+        r.verdict = Some(mkb_core::Verdict::Correct);
+        r.eval_mode = Some("compile".into());
+        let v = row_values(&r);
+        let at = |name: &str| EXPORT_COLUMNS.iter().position(|c| c.name == name).unwrap();
+        assert_eq!(v[at("verdict")], Value::Str("compiled_only".into()));
+        assert_eq!(v[at("eval_mode")], Value::Str("compile".into()));
+        assert_eq!(v[at("correct")], Value::Bool(false));
+        r.eval_mode = Some("full".into());
+        r.correct = true;
+        assert_eq!(row_values(&r)[at("verdict")], Value::Str("correct".into()));
+    }
 
     #[test]
     fn values_match_schema_types() {

@@ -1,5 +1,5 @@
 //! mkb-analysis: paired statistics, tables, exports, the HTML report, simulation and power for
-//! MetaKernelBench (ARCHITECTURE.md, "Scoring"; the user-facing description is docs/analysis.md).
+//! MetaKernelBench (docs/design.md, "Scoring"; the user-facing description is docs/analysis.md).
 //!
 //! Everything starts from a slice of [`AttemptRow`] (one per attempt, from the run store or
 //! from [`simulate()`]) and is pure:
@@ -15,8 +15,10 @@
 pub mod analysis;
 pub mod bootstrap;
 pub mod export;
+pub mod headline;
 pub mod parquet;
 pub mod power;
+pub mod practice;
 pub mod report;
 pub mod rng;
 pub mod row;
@@ -24,10 +26,13 @@ pub mod simulate;
 pub mod stats;
 pub mod table;
 
-pub use analysis::{analyze, Analysis, AnalysisOptions, CellStats};
+pub use analysis::{analyze, Analysis, AnalysisOptions, CellStats, DEFAULT_SEED};
 pub use export::{export, export_schema_markdown, ExportFormat, EXPORT_COLUMNS};
+pub use headline::{Classifier, Headline, Standing};
 pub use power::{fit_sim_config, power, render_power, PowerConfig, PowerReport};
 pub use report::{render_report, render_report_with, ReportOptions};
 pub use row::{AttemptRow, Outcome};
-pub use simulate::{coverage_study, simulate, CoverageConfig, CoverageReport, SimConfig, SimModel};
+pub use simulate::{
+    coverage_study, simulate, try_simulate, CoverageConfig, CoverageReport, SimConfig, SimModel,
+};
 pub use table::{render_tables, to_csv};

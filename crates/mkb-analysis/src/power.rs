@@ -92,8 +92,53 @@ pub struct PowerReport {
     pub notes: Vec<String>,
 }
 
-/// Run the power study.
-pub fn power(cfg: &PowerConfig) -> PowerReport {
+impl PowerConfig {
+    /// Check the study's settings; the error names the setting (as `mkb power` spells it).
+    pub fn validate(&self) -> Result<(), String> {
+        if !self.lift.is_finite() || self.lift <= -1.0 {
+            return Err(format!(
+                "--lift must be a finite number > -1, got {}",
+                self.lift
+            ));
+        }
+        if self.problems.is_empty() || self.problems.iter().any(|&n| n < 2) {
+            return Err(format!(
+                "--problems: every problem count must be at least 2 (a CI needs two problems), got {:?}",
+                self.problems
+            ));
+        }
+        if self.runs.is_empty() || self.runs.contains(&0) {
+            return Err(format!(
+                "--runs: every run count must be at least 1, got {:?}",
+                self.runs
+            ));
+        }
+        if self.simulations == 0 {
+            return Err("--simulations must be at least 1".into());
+        }
+        if !(self.target_power > 0.0 && self.target_power <= 1.0) {
+            return Err(format!(
+                "--target-power must lie in (0, 1], got {}",
+                self.target_power
+            ));
+        }
+        let probe = SimConfig {
+            models: vec![SimModel {
+                name: "m".into(),
+                lift_cute_to_tirx: self.lift,
+                lift_tirx_to_cute: self.lift,
+            }],
+            ..self.sim.clone()
+        };
+        probe
+            .validate()
+            .map_err(|e| format!("simulation settings: {e}"))
+    }
+}
+
+/// Run the power study; an invalid config is an error naming the setting.
+pub fn power(cfg: &PowerConfig) -> Result<PowerReport, String> {
+    cfg.validate()?;
     let threads = cfg.options.worker_threads();
     let opts = cfg.options.for_one_of_many();
     let alpha = 1.0 - opts.confidence;
@@ -193,7 +238,7 @@ pub fn power(cfg: &PowerConfig) -> PowerReport {
         "the answer depends on these noise levels: fit them to a pilot run (fit_sim_config) rather than trusting the defaults".into(),
         "the suite has 74 problems: larger problem counts are hypothetical and only show the trend".into(),
     ];
-    PowerReport {
+    Ok(PowerReport {
         lift: cfg.lift,
         target_power: cfg.target_power,
         confidence: opts.confidence,
@@ -202,7 +247,7 @@ pub fn power(cfg: &PowerConfig) -> PowerReport {
         min_problems,
         sim: cfg.sim.clone(),
         notes,
-    }
+    })
 }
 
 /// The power study as terminal text.
@@ -267,7 +312,29 @@ pub fn render_power(r: &PowerReport) -> String {
 /// conditioned attempts, the spread of log scores across problems and across runs of one
 /// problem (one-way variance components of correct solo attempts' log scores), and the TIRx
 /// offset. The lifts and `lift_sd` are not estimated (the lift is what power asks about).
-pub fn fit_sim_config(rows: &[AttemptRow], base: &SimConfig) -> SimConfig {
+/// Pass rates are kept in [0.02, 0.98] and `source_dependence` is lowered where the fitted
+/// pass rate requires it. An error when the pilot has no correct solo attempt (e.g. its final
+/// evaluations were compile-only): nothing can be fitted then.
+pub fn fit_sim_config(rows: &[AttemptRow], base: &SimConfig) -> Result<SimConfig, String> {
+    let solo = rows.iter().filter(|r| r.condition == Condition::Solo);
+    let (n_solo, n_correct) = solo.fold((0, 0), |(n, c), r| (n + 1, c + r.correct as usize));
+    if n_solo == 0 {
+        return Err("the pilot run has no solo attempt".into());
+    }
+    if n_correct == 0 {
+        let compile = rows
+            .iter()
+            .filter(|r| r.eval_mode.as_deref() == Some("compile"))
+            .count();
+        return Err(format!(
+            "the pilot run has no correct solo attempt ({n_solo} solo attempts{}), so no score spread can be fitted",
+            if compile > 0 {
+                format!("; {compile} attempts were evaluated compile-only: evaluate on a GPU")
+            } else {
+                String::new()
+            }
+        ));
+    }
     let share = |c: Condition| {
         let v: Vec<f64> = rows
             .iter()
@@ -347,7 +414,11 @@ pub fn fit_sim_config(rows: &[AttemptRow], base: &SimConfig) -> SimConfig {
     {
         cfg.noise_eps = e;
     }
-    cfg
+    let p = cfg.pass_rate_solo;
+    if p < 1.0 && cfg.source_dependence * p / (1.0 - p) >= 1.0 {
+        cfg.source_dependence = 0.9 * (1.0 - p) / p;
+    }
+    cfg.validate().map(|_| cfg)
 }
 
 #[cfg(test)]
@@ -372,7 +443,7 @@ mod tests {
             },
             ..PowerConfig::default()
         };
-        let r = power(&cfg);
+        let r = power(&cfg).unwrap();
         assert_eq!(r.points.len(), 2);
         let small = &r.points[0];
         let big = &r.points[1];
@@ -396,7 +467,7 @@ mod tests {
             ..SimConfig::default()
         };
         let rows = simulate(&truth, 3);
-        let fit = fit_sim_config(&rows, &SimConfig::default());
+        let fit = fit_sim_config(&rows, &SimConfig::default()).unwrap();
         assert!(
             (fit.pass_rate_solo - 0.5).abs() < 0.03,
             "{}",

@@ -764,6 +764,180 @@ fn fast_p_table(a: &Analysis) -> String {
     s
 }
 
+/// A plain sortable table: first column left-aligned.
+fn html_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::from(r#"<table class="sortable"><thead><tr>"#);
+    for (i, h) in headers.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<th{}>{}</th>"#,
+            if i < 2 { r#" class="l""# } else { "" },
+            esc(h)
+        );
+    }
+    s.push_str("</tr></thead><tbody>");
+    for r in rows {
+        s.push_str("<tr>");
+        for (i, c) in r.iter().enumerate() {
+            let _ = write!(
+                s,
+                r#"<td{}>{}</td>"#,
+                if i < 2 { r#" class="l""# } else { "" },
+                esc(c)
+            );
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</tbody></table>");
+    s
+}
+
+/// The headline section: the claims in words, each cell's lift with its CI, the pooled
+/// standing tables with their controls, the association test.
+fn headline_section(a: &Analysis) -> String {
+    use crate::headline::{Classifier, Headline};
+    let h: &Headline = &a.headline;
+    let mut s = String::from(r#"<section id="headline"><h2>Headline</h2>"#);
+    if h.summary.is_empty() {
+        s.push_str(r#"<p class="meta">No headline (no conditioned attempts).</p></section>"#);
+        return s;
+    }
+    s.push_str(r#"<ul class="headline">"#);
+    for line in &h.summary {
+        let _ = write!(s, "<li>{}</li>", esc(line));
+    }
+    s.push_str("</ul>");
+    let conf = a.options.confidence * 100.0;
+    let rows: Vec<Vec<String>> = h
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.model.clone(),
+                c.direction.label(),
+                c.problems.to_string(),
+                pct(c.lift),
+                ci_pct(c.lift_ci),
+                if c.significant {
+                    "*".into()
+                } else {
+                    String::new()
+                },
+                format!("{:.0}%", c.regressed_share * 100.0),
+            ]
+        })
+        .collect();
+    let ci_h = format!("{conf:.0}% CI");
+    s.push_str(r#"<h3>Conditioned lift per model and direction</h3><div class="scroll">"#);
+    s.push_str(&html_table(
+        &["model", "direction", "n", "lift", &ci_h, "sig", "regressed"],
+        &rows,
+    ));
+    s.push_str("</div>");
+    s.push_str(r#"<h3>Source standing, pooled over models and directions</h3><p class="meta">Each treated attempt's outcome against the target's solo baseline, grouped by where its source attempt stands relative to the target's solo score. <b>solo_mean</b>: classified against the same solo mean the outcome is measured against (the published table; regression to the mean alone makes sources "above" look helpful). <b>held_out</b>: classified against an independent solo measurement (another solo run, or the repeat-solo arm). Placebo and repeat solo never saw the source: they are the null reference.</p><div class="plots">"#);
+    for t in &h.standing {
+        let rows: Vec<Vec<String>> = t
+            .rows
+            .iter()
+            .filter(|r| r.attempts > 0)
+            .map(|r| {
+                vec![
+                    r.group.clone(),
+                    r.attempts.to_string(),
+                    format!("{:.0}%", r.improved_share * 100.0),
+                    format!("{:.0}%", r.regressed_share * 100.0),
+                ]
+            })
+            .collect();
+        let _ = write!(
+            s,
+            r#"<figure class="tbl"><figcaption>{} &middot; {}</figcaption>{}</figure>"#,
+            t.arm,
+            t.classifier.as_str(),
+            html_table(&["group", "attempts", "improved", "regressed"], &rows)
+        );
+    }
+    s.push_str("</div>");
+    if let Some(r) = &h.rtm {
+        let rows: Vec<Vec<String>> = r
+            .patterns
+            .iter()
+            .map(|p| {
+                vec![
+                    p.arm.to_string(),
+                    p.classifier.as_str().to_string(),
+                    format!("{:.0}%", p.improved_if_above * 100.0),
+                    format!("{:.0}%", p.regressed_if_below * 100.0),
+                    format!("{:+.1} pp", p.gap * 100.0),
+                ]
+            })
+            .chain(r.diffs.iter().map(|d| {
+                vec![
+                    "conditioned - placebo".into(),
+                    format!("{} ({})", Classifier::HeldOut.as_str(), d.statistic),
+                    String::new(),
+                    String::new(),
+                    format!(
+                        "{:+.1} pp {}{}",
+                        d.diff * 100.0,
+                        ci_pct(d.ci),
+                        if d.significant { " *" } else { "" }
+                    ),
+                ]
+            }))
+            .collect();
+        s.push_str(r#"<h3>Regression-to-the-mean control</h3><div class="scroll">"#);
+        s.push_str(&html_table(
+            &[
+                "arm",
+                "classifier",
+                "improved if above",
+                "regressed if below",
+                "gap (above - below improved)",
+            ],
+            &rows,
+        ));
+        let _ = write!(
+            s,
+            r#"</div><p class="meta">{} problem clusters resampled {} times; * = the CI excludes 0 with at least 8 clusters and 1,000 resamples.</p>"#,
+            r.clusters, r.resamples
+        );
+    }
+    if let Some(x) = &h.association {
+        let mut rows = Vec::new();
+        for (outcome, coefs) in [("improved", &x.improved), ("regressed", &x.regressed)] {
+            for c in coefs {
+                rows.push(vec![
+                    outcome.to_string(),
+                    c.name.clone(),
+                    format!("{:+.1} pp", c.estimate * 100.0),
+                    ci_pct(c.ci),
+                    c.p_value.map_or("n/a".into(), |p| format!("{p:.3}")),
+                    if c.significant {
+                        "*".into()
+                    } else {
+                        String::new()
+                    },
+                ]);
+            }
+        }
+        let _ = write!(
+            s,
+            r#"<h3>Association: standing vs source success</h3><p class="meta">Linear probability models of improved and of regressed on source above (vs below, held-out classifier) and source passed, {} conditioned attempts in {} problem clusters ({} level / both-failed / unknown left out); problem-clustered bootstrap CIs. {}</p><div class="scroll">{}</div>"#,
+            x.attempts,
+            x.clusters,
+            x.excluded,
+            esc(x.note.as_deref().unwrap_or("")),
+            html_table(
+                &["outcome", "term", "effect", "CI", "p (bootstrap SE)", "sig"],
+                &rows
+            )
+        );
+    }
+    s.push_str("</section>");
+    s
+}
+
 fn source_table(a: &Analysis) -> String {
     let mut s = String::from(
         r#"<table class="sortable"><thead><tr><th class="l">model</th><th class="l">direction</th><th class="l">group</th><th>attempts</th><th>problems</th><th>improved</th><th>regressed</th></tr></thead><tbody>"#,
@@ -866,8 +1040,8 @@ fn attempt_cell(
         let score = if r.correct {
             format!("{:.3}", r.effective_score())
         } else {
-            r.verdict
-                .map(|v| v.as_str().to_string())
+            r.verdict_label()
+                .map(|v| v.to_string())
                 .unwrap_or_else(|| "no kernel".into())
         };
         let cls = match outcome_vs {
@@ -980,7 +1154,7 @@ pub fn render_report_with(a: &Analysis, rows: &[AttemptRow], opts: &ReportOption
 <title>{}</title>
 <script>window.__mkbErrors=[];window.addEventListener('error',function(e){{window.__mkbErrors.push(String(e.message||e));}});</script>
 <style>{CSS}</style></head><body>
-<header><h1>{}</h1><p class="meta">runs: {} &middot; {} attempts &middot; models: {} &middot; {:.0}% CIs from {} bootstrap resamples ({}) &middot; mkb-analysis {}</p>"#,
+<header><h1>{}</h1><p class="meta">runs: {} &middot; {} attempts &middot; models: {} &middot; {:.0}% CIs from {} bootstrap resamples ({}), seed {} &middot; mkb-analysis {}</p>"#,
         esc(&title),
         esc(&title),
         esc(&a.runs.join(", ")),
@@ -993,8 +1167,24 @@ pub fn render_report_with(a: &Analysis, rows: &[AttemptRow], opts: &ReportOption
             .interval
             .map_or("BCa if R >= 2, expanded percentile if R = 1", |m| m
                 .describe())),
+        a.options.seed,
         env!("CARGO_PKG_VERSION")
     );
+    if let Some(set) = &a.eval_set {
+        let _ = write!(h, r#"<p class="meta">evaluation set: {}</p>"#, esc(set));
+    }
+    let from = match &a.provenance {
+        Some(p) => crate::practice::provenance_line(p),
+        None => "provenance not recorded (a run from before it was stored, or a simulation)".into(),
+    };
+    let _ = write!(h, r#"<p class="meta" id="provenance">{}</p>"#, esc(&from));
+    if !a.tie_band.statement.is_empty() {
+        let _ = write!(
+            h,
+            r#"<p class="meta" id="tie-band">{}</p>"#,
+            esc(&a.tie_band.statement)
+        );
+    }
     if let Some(cmd) = &opts.command {
         let _ = write!(
             h,
@@ -1002,8 +1192,9 @@ pub fn render_report_with(a: &Analysis, rows: &[AttemptRow], opts: &ReportOption
             esc(cmd)
         );
     }
-    h.push_str(r##"<nav><a href="#summary">summary</a><a href="#forest">forest plot</a><a href="#scatter">source vs target</a><a href="#heatmap">family heatmap</a><a href="#source">source table</a><a href="#families">families</a><a href="#usage">usage</a><a href="#problems">problems</a><a href="#methods">methods</a></nav></header>"##);
+    h.push_str(r##"<nav><a href="#headline">headline</a><a href="#summary">summary</a><a href="#forest">forest plot</a><a href="#scatter">source vs target</a><a href="#heatmap">family heatmap</a><a href="#source">source table</a><a href="#families">families</a><a href="#usage">usage</a><a href="#budgets">budgets</a><a href="#problems">problems</a><a href="#methods">methods</a></nav></header>"##);
 
+    h.push_str(&headline_section(a));
     let _ = write!(
         h,
         r#"<section id="summary"><h2>Paired lift vs solo</h2><div class="scroll">{}</div><p class="meta">Bold rows: the CI excludes 0. Placebo (another problem's skill) and repeat solo (a second solo attempt) are the controls.</p><h3>fast_p</h3><div class="scroll">{}</div></section>"#,
@@ -1077,6 +1268,7 @@ pub fn render_report_with(a: &Analysis, rows: &[AttemptRow], opts: &ReportOption
         r#"<section id="usage"><h2>Tokens and wall time per attempt</h2><div class="scroll">{}</div></section>"#,
         usage_table(a)
     );
+    h.push_str(&crate::practice::render_html(a));
     let _ = write!(
         h,
         r#"<section id="problems"><h2>Per problem</h2><p class="meta">Scores per run (failures show the verdict); links: k = kernel, s = skill, t = trajectory. Colors: outcome against the solo mean.</p><div class="scroll">{}</div></section>"#,

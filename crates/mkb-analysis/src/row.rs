@@ -8,6 +8,53 @@ use serde::{Deserialize, Serialize};
 /// Default measured timing noise: two scores within 3% of each other count as a tie.
 pub const DEFAULT_NOISE_EPS: f64 = 0.03;
 
+/// The measured tie band (docs/analysis.md, "Tie band"): `EPS_MULTIPLE` times the median,
+/// over the solo attempts of a problem variant, of the relative range (max - min) / median of
+/// each kernel's repeated session medians, and never below `EPS_FLOOR`.
+pub const EPS_MULTIPLE: f64 = 2.0;
+/// The smallest measured tie band: 1%.
+pub const EPS_FLOOR: f64 = 0.01;
+
+/// The tie band of one problem variant from its solo kernels' session medians (one list per
+/// kernel, microseconds): `Some((eps, sessions))` when at least one kernel was timed in two
+/// or more sessions (`sessions`: the fewest sessions among those used), else `None` (the fixed
+/// `DEFAULT_NOISE_EPS` applies).
+pub fn measured_eps(kernels: &[Vec<f64>]) -> Option<(f64, u32)> {
+    let mut spreads = Vec::new();
+    let mut sessions = u32::MAX;
+    for k in kernels {
+        let v: Vec<f64> = k
+            .iter()
+            .copied()
+            .filter(|x| x.is_finite() && *x > 0.0)
+            .collect();
+        if v.len() < 2 {
+            continue;
+        }
+        let mut sorted = v.clone();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len();
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        spreads.push((sorted[n - 1] - sorted[0]) / median);
+        sessions = sessions.min(n as u32);
+    }
+    if spreads.is_empty() {
+        return None;
+    }
+    spreads.sort_by(f64::total_cmp);
+    let m = spreads.len();
+    let med = if m % 2 == 1 {
+        spreads[m / 2]
+    } else {
+        (spreads[m / 2 - 1] + spreads[m / 2]) / 2.0
+    };
+    Some(((EPS_MULTIPLE * med).max(EPS_FLOOR), sessions))
+}
+
 fn default_noise_eps() -> f64 {
     DEFAULT_NOISE_EPS
 }
@@ -44,7 +91,7 @@ pub struct AttemptRow {
     pub t_ref_us: Option<f64>,
     /// torch.compile baseline runtime, same shape, same session, microseconds.
     pub t_compile_us: Option<f64>,
-    /// Score s = correct ? t_ref / t : 0 (ARCHITECTURE.md, "Scoring"). The analysis uses
+    /// Score s = correct ? t_ref / t : 0 (docs/design.md, "Scoring"). The analysis uses
     /// 0 whenever `correct` is false, whatever this field says (and warns).
     pub score: f64,
     /// For conditioned and placebo attempts: the score, in its own (source) DSL, of the solo
@@ -59,6 +106,10 @@ pub struct AttemptRow {
     /// `noise_eps * max(both)` of each other count as a tie.
     #[serde(default = "default_noise_eps")]
     pub noise_eps: f64,
+    /// Repeated timing sessions `noise_eps` was measured from (docs/analysis.md, "Tie band");
+    /// 0 when it is the fixed default (one session: old runs, compile mode, simulations).
+    #[serde(default)]
+    pub noise_sessions: u32,
     /// Prompt tokens summed over the attempt's model calls (the distillation turn excluded).
     pub input_tokens: u64,
     /// Completion tokens summed over the attempt's model calls (distillation excluded).
@@ -70,6 +121,14 @@ pub struct AttemptRow {
     pub skill_tokens: Option<u64>,
     /// Wall-clock seconds of the attempt (evaluations and retries included, distillation not).
     pub wall_s: f64,
+    /// Seconds of `wall_s` the attempt's tool evaluations spent queued for the shared
+    /// evaluator, not charged to its wall budget; `None` when not recorded (older runs).
+    #[serde(default)]
+    pub eval_wait_s: Option<f64>,
+    /// What the attempt's tokens cost in US dollars at the configured model price (the
+    /// distillation turn excluded); `None` without a price.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
     /// Why the attempt's conversation ended.
     pub end_reason: Option<EndReason>,
     /// Assistant turns the attempt used (0 when unknown).
@@ -92,6 +151,11 @@ pub struct AttemptRow {
     /// Trajectory (JSONL), relative to the run directory.
     #[serde(default)]
     pub trajectory_path: Option<String>,
+    /// Mode of the final evaluation: "full" (correctness and timing) or "compile" (compiled
+    /// only: nothing was checked for correctness, so the attempt is never `correct`); `None`
+    /// when there was no final evaluation.
+    #[serde(default)]
+    pub eval_mode: Option<String>,
 }
 
 impl AttemptRow {
@@ -118,6 +182,12 @@ impl AttemptRow {
         }
     }
 
+    /// The agent's own wall seconds: `wall_s` less the time queued for the evaluator (all of
+    /// `wall_s` when that was not recorded).
+    pub fn agent_wall_s(&self) -> f64 {
+        (self.wall_s - self.eval_wait_s.unwrap_or(0.0)).max(0.0)
+    }
+
     /// Speedup over torch.compile (t_compile / t) when correct with both timings, else 0.
     pub fn speedup_compile(&self) -> f64 {
         match (self.correct, self.runtime_us, self.t_compile_us) {
@@ -126,12 +196,24 @@ impl AttemptRow {
         }
     }
 
-    /// s = correct ? t_ref / t : 0, the definition of ARCHITECTURE.md.
+    /// s = correct ? t_ref / t : 0, the definition of docs/design.md.
     pub fn score_from(correct: bool, runtime_us: Option<f64>, t_ref_us: Option<f64>) -> f64 {
         match (correct, runtime_us, t_ref_us) {
             (true, Some(t), Some(tr)) if t > 0.0 && tr > 0.0 => tr / t,
             _ => 0.0,
         }
+    }
+
+    /// The verdict as exports and tables show it: a kernel that only compiled (compile-mode
+    /// final evaluation) reads "compiled_only", never "correct".
+    pub fn verdict_label(&self) -> Option<&'static str> {
+        self.verdict.map(|v| {
+            if v == Verdict::Correct && self.eval_mode.as_deref() == Some("compile") {
+                "compiled_only"
+            } else {
+                v.as_str()
+            }
+        })
     }
 
     /// A short label: "model/problem/target/condition/r".
@@ -209,10 +291,13 @@ pub(crate) fn test_row(
         source_score: None,
         source_attempt_id: None,
         noise_eps: DEFAULT_NOISE_EPS,
+        noise_sessions: 0,
         input_tokens: 1000,
         output_tokens: 100,
         skill_tokens: None,
         wall_s: 10.0,
+        eval_wait_s: None,
+        cost_usd: None,
         end_reason: Some(EndReason::Submitted),
         turns: 3,
         tool_evals: 2,
@@ -220,12 +305,32 @@ pub(crate) fn test_row(
         kernel_path: None,
         skill_path: None,
         trajectory_path: None,
+        eval_mode: Some("full".into()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_eps_is_a_multiple_of_the_session_spread_with_a_floor() {
+        // Ranges 10% and 4% and 2%: median 4%, times 2.
+        let k = vec![
+            vec![100.0, 110.0, 105.0],
+            vec![50.0, 52.0, 51.0],
+            vec![200.0, 202.0, 204.0],
+        ];
+        let (eps, n) = measured_eps(&k).unwrap();
+        assert!((eps - 2.0 * (2.0 / 51.0)).abs() < 1e-12, "{eps}");
+        assert_eq!(n, 3);
+        // Quiet kernels: the floor.
+        let (eps, _) = measured_eps(&[vec![100.0, 100.1]]).unwrap();
+        assert_eq!(eps, EPS_FLOOR);
+        // One session each (old runs, compile mode): nothing measured.
+        assert_eq!(measured_eps(&[vec![100.0], vec![]]), None);
+        assert_eq!(measured_eps(&[]), None);
+    }
 
     #[test]
     fn tie_rule() {

@@ -12,6 +12,11 @@
 //!   m = (1 + L) * pass_rate_solo / pass_rate_conditioned, h_i = exp(N(-lift_sd^2/2, lift_sd))
 //!   is the problem's own effect, and k_src = 1 + d if the source attempt was correct, else
 //!   1 - d * p / (1 - p) (p = pass_rate_solo, d = `source_dependence`), so `E(k_src) = 1`;
+//! - relative standing (`standing_effect` g): when the source attempt passed, the conditioned
+//!   score is further multiplied by j = 1 + g if the source score lies above the target's
+//!   true median solo score exp(mu(m, i, T)), else by 1 - g phi / (1 - phi), phi = P(above |
+//!   source passed) = Phi((Delta - run_sd^2/2) / run_sd) with Delta the source-minus-target
+//!   level offset; so E(j | source passed) = 1 and the population lift is unchanged;
 //! - placebo: as conditioned with lift `placebo_lift`, the solo pass rate, and no source
 //!   dependence (its skill is another problem's).
 //!
@@ -60,6 +65,10 @@ pub struct SimConfig {
     pub tirx_log_offset: f64,
     /// How much more (relative) a skill helps when its source attempt passed (0..).
     pub source_dependence: f64,
+    /// Planted relative-standing effect g >= 0 (see the module documentation): a skill whose
+    /// source scored above the target's true median solo score helps more, beyond the source
+    /// having passed. 0 = none (outcomes depend on source success only).
+    pub standing_effect: f64,
     /// Also simulate the placebo and repeat-solo controls.
     pub controls: bool,
     pub placebo_lift: f64,
@@ -87,6 +96,7 @@ impl Default for SimConfig {
             lift_sd: 0.2,
             tirx_log_offset: -0.2,
             source_dependence: 0.3,
+            standing_effect: 0.0,
             controls: true,
             placebo_lift: 0.0,
             noise_eps: 0.03,
@@ -140,33 +150,134 @@ impl SimConfig {
         })
     }
 
-    /// Check the parameters; the error says which is out of range.
+    /// P(the source score lies above the target's true median solo score | source passed)
+    /// for the direction into `target` (the `standing_effect` model); `None` when it is 0 or 1
+    /// (then the effect cannot be mean-one and is not applied).
+    pub fn standing_phi(&self, target: Dsl) -> Option<f64> {
+        let delta = match target {
+            Dsl::Tirx => -self.tirx_log_offset,
+            Dsl::Cute => self.tirx_log_offset,
+        };
+        let s = self.run_sd;
+        let phi = if s > 0.0 {
+            crate::stats::norm_cdf((delta - s * s / 2.0) / s)
+        } else if delta > 0.0 {
+            1.0
+        } else {
+            0.0
+        };
+        (phi > 1e-9 && phi < 1.0 - 1e-9).then_some(phi)
+    }
+
+    /// Check the parameters; the error names the field that is out of range (every field is
+    /// named as in the struct; `mkb simulate` spells them as flags).
     pub fn validate(&self) -> Result<(), String> {
         let p = self.pass_rate_solo;
         let pc = self.pass_rate_conditioned;
-        if !(p > 0.0 && p < 1.0 && pc > 0.0 && pc <= 1.0) {
-            return Err("pass rates must lie in (0, 1) (solo) and (0, 1] (conditioned)".into());
-        }
-        if self.models.is_empty() || self.problems == 0 || self.runs == 0 {
-            return Err("need at least one model, one problem and one run".into());
-        }
-        if self.source_dependence < 0.0 || self.source_dependence * p / (1.0 - p) >= 1.0 {
-            return Err(format!(
-                "source_dependence must lie in [0, {:.3}) for pass_rate_solo {p}",
-                (1.0 - p) / p
-            ));
-        }
-        for m in &self.models {
-            if m.lift_cute_to_tirx <= -1.0 || m.lift_tirx_to_cute <= -1.0 {
-                return Err(format!("model {}: a lift must be > -1", m.name));
+        let finite = [
+            ("pass_rate_solo", p),
+            ("pass_rate_conditioned", pc),
+            ("problem_sd", self.problem_sd),
+            ("run_sd", self.run_sd),
+            ("lift_sd", self.lift_sd),
+            ("tirx_log_offset", self.tirx_log_offset),
+            ("source_dependence", self.source_dependence),
+            ("standing_effect", self.standing_effect),
+            ("placebo_lift", self.placebo_lift),
+            ("noise_eps", self.noise_eps),
+            ("no_kernel_share", self.no_kernel_share),
+        ];
+        for (name, x) in finite {
+            if !x.is_finite() {
+                return Err(format!("{name} must be a finite number, got {x}"));
             }
         }
-        if self.placebo_lift <= -1.0
-            || [self.problem_sd, self.run_sd, self.lift_sd, self.noise_eps]
-                .iter()
-                .any(|x| x.is_nan() || *x < 0.0)
+        if !(p > 0.0 && p <= 1.0) {
+            return Err(format!(
+                "pass_rate_solo must lie in (0, 1], got {p} (0: solo never passes, so no lift is defined)"
+            ));
+        }
+        if !(pc > 0.0 && pc <= 1.0) {
+            return Err(format!(
+                "pass_rate_conditioned must lie in (0, 1], got {pc}"
+            ));
+        }
+        if self.models.is_empty() {
+            return Err("models: need at least one model".into());
+        }
+        if self.problems == 0 {
+            return Err("problems must be at least 1".into());
+        }
+        if self.runs == 0 {
+            return Err("runs must be at least 1".into());
+        }
+        if self.source_dependence < 0.0
+            || (p < 1.0 && self.source_dependence * p / (1.0 - p) >= 1.0)
         {
-            return Err("placebo_lift must be > -1 and spreads non-negative".into());
+            return Err(format!(
+                "source_dependence must lie in [0, {:.3}) for pass_rate_solo {p}, got {}",
+                (1.0 - p) / p,
+                self.source_dependence
+            ));
+        }
+        if self.standing_effect < 0.0 {
+            return Err(format!(
+                "standing_effect must be >= 0, got {}",
+                self.standing_effect
+            ));
+        }
+        for t in Dsl::ALL {
+            if let Some(phi) = self.standing_phi(t) {
+                if self.standing_effect * phi / (1.0 - phi) >= 1.0 {
+                    return Err(format!(
+                        "standing_effect must be < {:.3} with these spreads (into {t}), got {}",
+                        (1.0 - phi) / phi,
+                        self.standing_effect
+                    ));
+                }
+            }
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for m in &self.models {
+            if m.name.trim().is_empty() || !names.insert(m.name.as_str()) {
+                return Err(format!(
+                    "models: model names must be non-empty and distinct ({:?})",
+                    m.name
+                ));
+            }
+            for (d, l) in [
+                ("cute->tirx", m.lift_cute_to_tirx),
+                ("tirx->cute", m.lift_tirx_to_cute),
+            ] {
+                if !l.is_finite() || l <= -1.0 {
+                    return Err(format!(
+                        "model {}: the {d} lift must be a finite number > -1 (-1 would mean a score of 0), got {l}",
+                        m.name
+                    ));
+                }
+            }
+        }
+        if self.placebo_lift <= -1.0 {
+            return Err(format!(
+                "placebo_lift must be > -1, got {}",
+                self.placebo_lift
+            ));
+        }
+        for (name, x) in [
+            ("problem_sd", self.problem_sd),
+            ("run_sd", self.run_sd),
+            ("lift_sd", self.lift_sd),
+            ("noise_eps", self.noise_eps),
+        ] {
+            if x < 0.0 {
+                return Err(format!("{name} must be >= 0, got {x}"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.no_kernel_share) {
+            return Err(format!(
+                "no_kernel_share must lie in [0, 1], got {}",
+                self.no_kernel_share
+            ));
         }
         Ok(())
     }
@@ -189,8 +300,15 @@ fn lognormal_mean_one(rng: &mut Rng, sd: f64) -> f64 {
     (sd * rng.normal() - sd * sd / 2.0).exp()
 }
 
+/// [`simulate`] for a config that may be invalid: the error names the field.
+pub fn try_simulate(cfg: &SimConfig, seed: u64) -> Result<Vec<AttemptRow>, String> {
+    cfg.validate()?;
+    Ok(simulate(cfg, seed))
+}
+
 /// Simulate one run: rows for every model, problem, DSL, condition and run index, in a
-/// deterministic order. Panics on an invalid config (call [`SimConfig::validate`] first).
+/// deterministic order. For a config already validated (tests, studies); input from a user
+/// goes through [`try_simulate`]. Panics on an invalid config.
 pub fn simulate(cfg: &SimConfig, seed: u64) -> Vec<AttemptRow> {
     if let Err(e) = cfg.validate() {
         panic!("invalid simulation config: {e}");
@@ -258,6 +376,17 @@ pub fn simulate(cfg: &SimConfig, seed: u64) -> Vec<AttemptRow> {
                     } else {
                         1.0 - cfg.source_dependence * ps / (1.0 - ps)
                     };
+                    // Relative standing: against the target's true median solo score.
+                    let j = match cfg.standing_phi(target) {
+                        Some(phi) if source.correct && cfg.standing_effect > 0.0 => {
+                            if source.score > level[i][idx(target)].exp() {
+                                1.0 + cfg.standing_effect
+                            } else {
+                                1.0 - cfg.standing_effect * phi / (1.0 - phi)
+                            }
+                        }
+                        _ => 1.0,
+                    };
                     let correct = rng.bernoulli(pc);
                     let m = (1.0 + lift) * ps / pc;
                     let s = if correct {
@@ -265,6 +394,7 @@ pub fn simulate(cfg: &SimConfig, seed: u64) -> Vec<AttemptRow> {
                             * lognormal_mean_one(&mut rng, cfg.run_sd)
                             * m
                             * k_src
+                            * j
                             * effect[i][idx(target)]
                     } else {
                         0.0
@@ -409,6 +539,7 @@ fn make_row(
         source_score: None,
         source_attempt_id: source.and_then(|s| s.attempt_id.clone()),
         noise_eps: cfg.noise_eps,
+        noise_sessions: 0,
         input_tokens,
         output_tokens,
         skill_tokens: if distilled {
@@ -417,6 +548,8 @@ fn make_row(
             None
         },
         wall_s: 900.0 * lognormal_mean_one(rng, 0.5),
+        eval_wait_s: None,
+        cost_usd: None,
         end_reason: Some(end_reason),
         turns: 5 + rng.index(30) as u32,
         tool_evals: 2 + rng.index(20) as u32,
@@ -428,6 +561,7 @@ fn make_row(
         kernel_path: None,
         skill_path: None,
         trajectory_path: None,
+        eval_mode: verdict.map(|_| "full".to_string()),
     }
 }
 
@@ -612,12 +746,41 @@ mod tests {
 
     #[test]
     fn invalid_configs_are_rejected() {
-        assert!(SimConfig {
-            pass_rate_solo: 1.0,
+        let err = |c: SimConfig| c.validate().err().unwrap_or_default();
+        assert!(err(SimConfig {
+            pass_rate_solo: 0.0,
             ..SimConfig::default()
-        }
-        .validate()
-        .is_err());
+        })
+        .starts_with("pass_rate_solo"));
+        assert!(err(SimConfig {
+            pass_rate_solo: 0.8, // 0.3 * 0.8 / 0.2 >= 1
+            ..SimConfig::default()
+        })
+        .starts_with("source_dependence"));
+        assert!(err(SimConfig {
+            run_sd: f64::NAN,
+            ..SimConfig::default()
+        })
+        .starts_with("run_sd"));
+        assert!(err(SimConfig {
+            standing_effect: 5.0,
+            ..SimConfig::default()
+        })
+        .starts_with("standing_effect"));
+        let mut nan_lift = SimConfig::default();
+        nan_lift.models[0].lift_cute_to_tirx = f64::NAN;
+        assert!(err(nan_lift).contains("cute->tirx lift"));
+        let mut minus_one = SimConfig::default();
+        minus_one.models[0].lift_tirx_to_cute = -1.0;
+        assert!(err(minus_one).contains("> -1"));
+        // Every solo attempt passing is valid (no failed source to balance).
+        let all_pass = SimConfig {
+            pass_rate_solo: 1.0,
+            problems: 6,
+            runs: 1,
+            ..SimConfig::default()
+        };
+        assert!(try_simulate(&all_pass, 1).is_ok());
         assert!(SimConfig {
             source_dependence: 5.0,
             ..SimConfig::default()

@@ -143,7 +143,37 @@ pub fn render_tables(a: &Analysis) -> String {
     let _ = writeln!(out, "test:  {}", a.methods.wilcoxon);
     let _ = writeln!(out, "ties:  {}", a.methods.ties);
     let _ = writeln!(out, "geo:   {}", a.methods.geo_lift);
+    let _ = writeln!(
+        out,
+        "seed:  {} ({} resamples)",
+        a.options.seed, a.options.resamples
+    );
+    if !a.tie_band.statement.is_empty() {
+        let _ = writeln!(out, "band:  {}", a.tie_band.statement);
+    }
+    if let Some(set) = &a.eval_set {
+        let _ = writeln!(out, "evals: evaluation set {set}");
+    }
+    match &a.provenance {
+        Some(p) => {
+            let _ = writeln!(out, "from:  {}", crate::practice::provenance_line(p));
+        }
+        None if a.eval_set.is_some() => {
+            let _ = writeln!(
+                out,
+                "from:  not recorded (a run from before provenance was stored)"
+            );
+        }
+        None => {}
+    }
     out.push('\n');
+    if !a.headline.summary.is_empty() {
+        let _ = writeln!(out, "== Headline ==");
+        for s in &a.headline.summary {
+            let _ = writeln!(out, "- {s}");
+        }
+        out.push('\n');
+    }
 
     let _ = writeln!(
         out,
@@ -278,6 +308,7 @@ pub fn render_tables(a: &Analysis) -> String {
         &[false, false, false, true, true, true, true],
     ));
     out.push('\n');
+    out.push_str(&crate::headline::render_headline_tables(&a.headline));
 
     if !a.family_cells.is_empty() {
         let _ = writeln!(out, "== Per family ==");
@@ -385,6 +416,8 @@ pub fn render_tables(a: &Analysis) -> String {
             false, false, false, true, true, true, true, true, true, true, true, false,
         ],
     ));
+    out.push('\n');
+    out.push_str(&crate::practice::render_text(&a.budgets, &a.costs));
 
     if !a.warnings.is_empty() {
         out.push('\n');

@@ -38,7 +38,7 @@ def check_pandas(df, fmt):
 
 t = pq.read_table(f"{d}/rows.parquet")
 meta = {k.decode(): v.decode() for k, v in (t.schema.metadata or {}).items()}
-assert meta.get("mkb.export_schema_version") == "1", meta
+assert meta.get("mkb.export_schema_version") == sys.argv[4], meta
 pa_types = {"string": "string", "int32": "int32", "int64": "int64", "float64": "double", "bool": "bool"}
 for c in expected:
     f = t.schema.field(c["name"])
@@ -109,6 +109,7 @@ fn exports_read_back_in_pandas_and_polars() {
         .arg(dir.path())
         .arg(&schema)
         .arg(rows.len().to_string())
+        .arg(mkb_analysis::export::EXPORT_SCHEMA_VERSION.to_string())
         .output()
         .expect("run python");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -173,7 +173,19 @@ pub fn describe(title: &str, r: &EvalReport, with_log: bool) -> String {
                 .join(", ")
         );
     }
+    if let Some(i) = r.ideal_us {
+        let pct = r
+            .runtime
+            .as_ref()
+            .filter(|t| t.median_us > 0.0)
+            .map(|t| format!(" ({:.0}% of roofline)", 100.0 * i / t.median_us))
+            .unwrap_or_default();
+        let _ = writeln!(s, "  ideal     {i:.1} us{pct}");
+    }
     let _ = writeln!(s, "  eval      {:.1} s", r.eval_s);
+    if let Some(p) = &r.phases {
+        let _ = writeln!(s, "  phases    {}", phases_line(p));
+    }
     if with_log && !r.log.trim().is_empty() {
         let _ = writeln!(
             s,
@@ -305,11 +317,24 @@ fn print_summary(rows: &[serde_json::Value]) {
             f(rep.speedup_compile, 2),
             rep.eval_s
         );
+        if let Some(p) = &rep.phases {
+            println!("     phases: {}", phases_line(p));
+        }
     }
 }
 
+/// `static 0.01 s, load 0.52 s, ...` (phases that took no time are left out).
+fn phases_line(p: &mkb_core::eval::Phases) -> String {
+    p.items()
+        .iter()
+        .filter(|(_, v)| *v > 0.0)
+        .map(|(k, v)| format!("{k} {v:.2} s"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn solutions_markdown(rows: &[serde_json::Value]) -> String {
-    let mut s = String::from("| problem | DSL | verdict | compile s | runtime us (IQR) | t_ref us (formulation) | speedup vs eager | speedup vs torch.compile | floor us | eval s |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut s = String::from("| problem | DSL | verdict | compile s | runtime us (IQR) | t_ref us (formulation) | speedup vs eager | speedup vs torch.compile | floor us | ideal us | eval s | phases |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for r in rows {
         let Ok(rep) = serde_json::from_value::<EvalReport>(r["report"].clone()) else {
             continue;
@@ -318,7 +343,7 @@ fn solutions_markdown(rows: &[serde_json::Value]) -> String {
             |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             s,
-            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} |",
+            "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
             r["problem"].as_str().unwrap_or(""),
             r["slug"].as_str().unwrap_or(""),
             r["dsl"].as_str().unwrap_or(""),
@@ -334,7 +359,12 @@ fn solutions_markdown(rows: &[serde_json::Value]) -> String {
             f(rep.speedup_eager, 2),
             f(rep.speedup_compile, 2),
             f(rep.floor_us, 1),
-            rep.eval_s
+            f(rep.ideal_us, 1),
+            rep.eval_s,
+            rep.phases
+                .as_ref()
+                .map(phases_line)
+                .unwrap_or_else(|| "-".into())
         );
     }
     s

@@ -1,7 +1,8 @@
 //! `mkb run CONFIG` (run or resume an experiment) and `mkb status RUN` (what a run holds and
-//! what it still lacks).
+//! what it still lacks, read-only). Both print through `common::emit`, so a closed stdout
+//! (`mkb run ... | head`) neither panics nor changes the exit code.
 
-use crate::common::Context;
+use crate::common::{emit, Context};
 use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use mkb_core::Condition;
@@ -9,6 +10,7 @@ use mkb_run::scheduler::plan;
 use mkb_run::store::Store;
 use mkb_run::{run_experiment, ExperimentConfig, RunOptions};
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,8 +53,17 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode> {
     let run_dir = cfg.run_dir(&runs_dir);
     eprintln!("run {:?} -> {}", cfg.name, run_dir.display());
     let s = run_experiment(cfg, &opts).await?;
-    println!("\nrun folder: {}", run_dir.display());
-    println!(
+    let mut out = String::new();
+    writeln!(out, "\nrun folder: {}", run_dir.display())?;
+    if s.forgotten != (0, 0) {
+        writeln!(
+            out,
+            "redone: {} stored attempt(s) that ended in a provider error and {} final evaluation(s) that failed for infrastructure reasons were not results",
+            s.forgotten.0, s.forgotten.1
+        )?;
+    }
+    writeln!(
+        out,
         "attempts: {} planned, {} already in the store, {} done now; final evaluations: {} new ({} mode), {} groups planned",
         s.planned,
         s.already_done,
@@ -60,26 +71,104 @@ pub async fn run(ctx: &Context, args: RunArgs) -> Result<ExitCode> {
         s.finals_done,
         s.final_mode.map(|m| m.as_str()).unwrap_or("?"),
         s.final_groups_planned
-    );
+    )?;
     for l in &s.limitations {
-        println!("could not: {l}");
+        writeln!(out, "could not: {l}")?;
     }
-    if s.complete() {
-        println!(
+    let code = if s.complete() {
+        writeln!(
+            out,
             "complete: every planned unit is in the store. Next: mkb analyze {}",
             run_dir.display()
-        );
-        Ok(ExitCode::SUCCESS)
+        )?;
+        ExitCode::SUCCESS
     } else {
-        println!("incomplete: {} unit(s) deferred; re-run the same command where they can run to finish:", s.deferred.len());
+        writeln!(out, "incomplete: {} unit(s) deferred; re-run the same command where they can run to finish:", s.deferred.len())?;
         for (unit, why) in s.deferred.iter().take(30) {
-            println!("  {unit}: {why}");
+            writeln!(out, "  {unit}: {why}")?;
         }
         if s.deferred.len() > 30 {
-            println!("  ... and {} more", s.deferred.len() - 30);
+            writeln!(out, "  ... and {} more", s.deferred.len() - 30)?;
         }
-        Ok(ExitCode::from(4))
+        ExitCode::from(4)
+    };
+    emit(&out)?;
+    Ok(code)
+}
+
+#[derive(Args, Debug)]
+pub struct RescoreArgs {
+    /// A run folder, or a run name under <root>/runs.
+    pub run: PathBuf,
+    /// GPUs for the evaluator: auto, none, or a list like 0,1 (default: the run's eval.gpus).
+    #[arg(long)]
+    pub gpus: Option<String>,
+    /// GPU-less evaluator processes for compile-only work (default: the run's).
+    #[arg(long)]
+    pub cpu_workers: Option<usize>,
+    /// Name of the new evaluation set (default rescore-<UTC time>); an existing set of that
+    /// name is completed (only what it lacks is evaluated).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// auto (full with a GPU, else compile), full or compile.
+    #[arg(long, default_value = "auto")]
+    pub mode: String,
+}
+
+/// `mkb rescore RUN`: every final kernel evaluated again into a new, named evaluation set.
+pub async fn rescore(ctx: &Context, args: RescoreArgs) -> Result<ExitCode> {
+    let dir = resolve_run(ctx, &args.run);
+    let opts = mkb_run::rescore::RescoreOptions {
+        root: ctx.root.clone(),
+        python: ctx.python.clone(),
+        gpus: args.gpus.clone(),
+        cpu_workers: args.cpu_workers,
+        name: args.name.clone(),
+        mode: args.mode.clone(),
+        command: crate::common::command_line(),
+    };
+    let s = mkb_run::rescore::rescore(&dir, &opts).await?;
+    let mut out = String::new();
+    writeln!(
+        out,
+        "evaluation set {:?} of {} ({} mode): {} kernel evaluation(s) new, {} already there",
+        s.name,
+        dir.display(),
+        s.mode,
+        s.evaluated,
+        s.already
+    )?;
+    writeln!(
+        out,
+        "verdicts: {} of {} compared with the run's own final evaluations are the same",
+        s.compared - s.changed_verdicts.len(),
+        s.compared
+    )?;
+    for (id, old, new) in s.changed_verdicts.iter().take(20) {
+        writeln!(out, "  changed {id}: {old} -> {new}")?;
     }
+    let code = if s.deferred.is_empty() {
+        writeln!(
+            out,
+            "complete. Next: mkb analyze {} --eval-set {}",
+            dir.display(),
+            s.name
+        )?;
+        ExitCode::SUCCESS
+    } else {
+        writeln!(
+            out,
+            "incomplete: {} unit(s) left; run the same command with --name {} to finish:",
+            s.deferred.len(),
+            s.name
+        )?;
+        for (unit, why) in s.deferred.iter().take(30) {
+            writeln!(out, "  {unit}: {why}")?;
+        }
+        ExitCode::from(4)
+    };
+    emit(&out)?;
+    Ok(code)
 }
 
 #[derive(Args, Debug)]
@@ -127,10 +216,25 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
     let reg = ctx.registry()?;
     let problems = reg.select(&cfg.problems).map_err(|e| anyhow!(e))?;
     let units = plan(&cfg, &problems);
-    let attempts = store.attempts()?;
+    // A provider error is not an attempt and an infrastructure failure not an evaluation
+    // (stores written before that rule): both count as pending, as the next run redoes them.
+    let attempts: Vec<mkb_run::store::AttemptRecord> = store
+        .attempts()?
+        .into_iter()
+        .filter(|a| a.end_reason != mkb_core::EndReason::ProviderError)
+        .collect();
     let done: BTreeMap<String, &mkb_run::store::AttemptRecord> =
         attempts.iter().map(|a| (a.id.clone(), a)).collect();
-    let finals = store.final_evals()?;
+    let (finals, not_evaluated): (Vec<_>, Vec<_>) = store
+        .final_evals()?
+        .into_iter()
+        .filter(|f| done.contains_key(&f.attempt_id))
+        .partition(|f| !f.report.is_infrastructure());
+    let finals_pending: Vec<String> = attempts
+        .iter()
+        .filter(|a| !finals.iter().any(|f| f.attempt_id == a.id))
+        .map(|a| a.id.clone())
+        .collect();
     let skills = store.skills()?;
     let mut by_cond: BTreeMap<(Condition, String), (usize, usize)> = BTreeMap::new();
     for u in &units {
@@ -151,7 +255,11 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
         let v = serde_json::json!({
             "run": cfg.name, "dir": dir, "attempts_done": attempts.len(), "attempts_planned": units.len(),
             "skills": skills.len(), "final_evals": finals.len(), "pending": pending,
+            "final_evals_pending": finals_pending,
+            "not_evaluated": not_evaluated.iter().map(|f| serde_json::json!({"attempt": f.attempt_id, "reason": f.report.reason})).collect::<Vec<_>>(),
             "by_condition": by_cond.iter().map(|((c, d), (a, b))| serde_json::json!({"condition": c, "dsl": d, "done": a, "planned": b})).collect::<Vec<_>>(),
+            "eval_sets": store.eval_sets()?.iter().map(|e| serde_json::json!({"name": e.name, "mode": e.mode, "created_at": e.created_at})).collect::<Vec<_>>(),
+            "provenance": store.meta("provenance")?.and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok()),
             "flagged_skills": flagged.iter().map(|s| serde_json::json!({"id": s.id, "flags": s.flags})).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
@@ -182,6 +290,35 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if !finals_pending.is_empty() {
+        println!(
+            "{} final evaluation(s) pending (not evaluated yet; `mkb run` evaluates them): {}",
+            finals_pending.len(),
+            finals_pending
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let sets = store.eval_sets()?;
+    if !sets.is_empty() {
+        println!(
+            "evaluation sets: original (the run's own), {}",
+            sets.iter()
+                .map(|e| format!("{} ({} mode)", e.name, e.mode))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    match store
+        .meta("provenance")?
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok())
+    {
+        Some(p) => println!("from: {}", mkb_analysis::practice::provenance_line(&p)),
+        None => println!("from: provenance not recorded (a run from before it was stored)"),
+    }
     if pending.is_empty() {
         println!("no attempt pending");
     } else {

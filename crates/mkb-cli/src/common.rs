@@ -1,5 +1,7 @@
 //! Shared plumbing of the subcommands: finding the repository, the Python interpreter, the
-//! registry, starting an evaluator pool, logging, and the tokio runtime.
+//! registry (with its reference.py files checked before anything is evaluated), starting an
+//! evaluator pool, logging (scrubbed of secrets), printing to a stdout that may be closed, and
+//! the tokio runtime.
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use mkb_core::Registry;
@@ -62,6 +64,7 @@ impl Context {
         log_dir: Option<PathBuf>,
     ) -> Result<EvalPool> {
         let gpus = parse_gpus(gpus)?;
+        self.check_references().await?;
         EvalPool::start(PoolConfig {
             python: self.python.clone(),
             root: self.root.clone(),
@@ -72,6 +75,54 @@ impl Context {
         })
         .await
         .with_context(|| format!("starting the evaluator with {}", self.python.display()))
+    }
+}
+
+impl Context {
+    /// Every problem's reference.py parses and imports with the evaluator's Python (one
+    /// process for all; errors name the file and line). Compile-mode evaluations never run the
+    /// reference, so this is what catches a broken one in every mode.
+    pub async fn check_references(&self) -> Result<()> {
+        let reg = self.registry()?;
+        let files: Vec<PathBuf> = reg
+            .problems()
+            .iter()
+            .map(|p| p.dir.join("reference.py"))
+            .collect();
+        mkb_eval::pool::check_reference_files(
+            &self.python,
+            &self.root,
+            &files,
+            Duration::from_secs(300),
+        )
+        .await
+        .map_err(anyhow::Error::msg)
+    }
+}
+
+/// Write `text` to stdout; a closed stdout (`mkb ... | head`) is not an error.
+pub fn emit(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+/// stderr for the log, every line scrubbed of this process's secrets; a closed stderr is
+/// ignored.
+struct ScrubbingStderr;
+
+impl std::io::Write for ScrubbingStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let clean = mkb_core::secret::scrub_bytes(buf);
+        let _ = std::io::stderr().lock().write_all(&clean);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
     }
 }
 
@@ -94,7 +145,7 @@ pub fn init_tracing(verbose: u8) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| ScrubbingStderr)
         .with_target(false)
         .try_init();
 }

@@ -23,6 +23,11 @@ struct Cli {
     /// Python interpreter of the evaluator. Default: $MKB_PYTHON, else <root>/.venv/bin/python, else python3.
     #[arg(long, global = true)]
     python: Option<PathBuf>,
+    /// Run candidate code WITHOUT the OS sandbox (bubblewrap) where it cannot be set up. Unsafe:
+    /// a candidate can then read this machine's files and processes; logged and recorded in
+    /// every report's env (docs/threat-model.md).
+    #[arg(long, global = true)]
+    unsafe_no_sandbox: bool,
     /// More logging (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -45,6 +50,9 @@ enum Cmd {
     Redteam(cmd_eval::RedteamArgs),
     /// Run (or resume) an experiment: solo, distill, skill-conditioned, controls, final evaluation.
     Run(cmd_run::RunArgs),
+    /// Evaluate every final kernel of a run again into a new, named evaluation set (the
+    /// original kept); `analyze/report/export --eval-set NAME` read it.
+    Rescore(cmd_run::RescoreArgs),
     /// What a run holds and what it still lacks.
     Status(cmd_run::StatusArgs),
     /// Paired lift with CIs, regressions, source above/below, controls: tables, --json or --csv.
@@ -59,9 +67,35 @@ enum Cmd {
     Power(cmd_analysis::PowerArgs),
 }
 
+/// A closed stdout or stderr (`mkb analyze | head`) ends the command quietly. Rust ignores
+/// SIGPIPE, so `print!` panics on the EPIPE it gets instead; that one panic becomes a quiet
+/// exit here, whichever command or thread printed. Every other panic is reported as usual.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     common::init_tracing(cli.verbose);
+    if cli.unsafe_no_sandbox {
+        // Before any thread exists; judges inherit it through their MKB_EVAL_* allow-list.
+        std::env::set_var(mkb_eval::judge::UNSAFE_ENV, "1");
+        tracing::warn!("--unsafe-no-sandbox: candidate code will run WITHOUT the OS sandbox");
+        eprintln!("WARNING: --unsafe-no-sandbox: candidate code runs without the OS sandbox (docs/threat-model.md)");
+    }
     let ctx = match common::Context::new(cli.root.clone(), cli.python.clone()) {
         Ok(c) => c,
         Err(e) => {
@@ -75,6 +109,7 @@ fn main() -> ExitCode {
         Cmd::Solutions(args) => common::block_on(cmd_eval::solutions(&ctx, args)),
         Cmd::Redteam(args) => common::block_on(cmd_eval::redteam(&ctx, args)),
         Cmd::Run(args) => common::block_on(cmd_run::run(&ctx, args)),
+        Cmd::Rescore(args) => common::block_on(cmd_run::rescore(&ctx, args)),
         Cmd::Status(args) => cmd_run::status(&ctx, args),
         Cmd::Analyze(args) => cmd_analysis::analyze_cmd(&ctx, args),
         Cmd::Export(args) => cmd_analysis::export_cmd(&ctx, args),

@@ -1,4 +1,4 @@
-//! Attempts and their conditions: the experiment's unit of work (ARCHITECTURE.md, "The
+//! Attempts and their conditions: the experiment's unit of work (docs/design.md, "The
 //! experiment protocol"). The agent runtime produces them, the store keeps them and the
 //! analysis pairs them.
 
@@ -100,6 +100,8 @@ pub enum EndReason {
     Stopped,
     MaxTurns,
     MaxOutputTokens,
+    /// The optional input-token cap (`Budget::max_input_tokens`) was reached.
+    MaxInputTokens,
     MaxToolEvals,
     WallClock,
     /// The provider failed past its retries.
@@ -113,6 +115,7 @@ impl EndReason {
             EndReason::Stopped => "stopped",
             EndReason::MaxTurns => "max_turns",
             EndReason::MaxOutputTokens => "max_output_tokens",
+            EndReason::MaxInputTokens => "max_input_tokens",
             EndReason::MaxToolEvals => "max_tool_evals",
             EndReason::WallClock => "wall_clock",
             EndReason::ProviderError => "provider_error",
@@ -126,7 +129,7 @@ impl fmt::Display for EndReason {
     }
 }
 
-/// The per-attempt budget, identical for solo and conditioned attempts (ARCHITECTURE.md).
+/// The per-attempt budget, identical for solo and conditioned attempts (docs/design.md).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
@@ -136,8 +139,16 @@ pub struct Budget {
     pub max_output_tokens: u64,
     /// Tool calls that run the evaluator (compile, test, benchmark).
     pub max_tool_evals: u32,
-    /// Wall-clock seconds for the whole attempt, evaluations and retries included.
+    /// Wall-clock seconds of the agent's own time for the whole attempt: model calls and
+    /// their retries, tools and evaluations included, time queued for the shared evaluator
+    /// (before a judge takes the request up) excluded, as it differs between the solo and
+    /// conditioned phases of a run. Both are recorded (`wall_s`, `eval_wait_s`).
     pub max_wall_s: u64,
+    /// Prompt tokens summed over the attempt's model calls (the distillation turn counted
+    /// apart); optional. Each call re-sends the conversation, so this grows about
+    /// quadratically with turns. Left out of configs (and fingerprints) while unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u64>,
 }
 
 impl Default for Budget {
@@ -147,6 +158,7 @@ impl Default for Budget {
             max_output_tokens: 200_000,
             max_tool_evals: 30,
             max_wall_s: 3600,
+            max_input_tokens: None,
         }
     }
 }
@@ -154,7 +166,7 @@ impl Default for Budget {
 impl Budget {
     /// The budget as the agent reads it in its prompt.
     pub fn describe(&self) -> String {
-        format!(
+        let text = format!(
             "You have at most {} turns, {} output tokens, {} evaluation tool calls (compile, test, benchmark) \
              and {} minutes of wall-clock time. When a limit is reached the attempt ends and your best \
              kernel measured correct by the harness is kept (else the last one you wrote).",
@@ -162,6 +174,39 @@ impl Budget {
             self.max_output_tokens,
             self.max_tool_evals,
             self.max_wall_s / 60
+        );
+        // Only when set, so that prompts of budgets without it stay as they were (recordings
+        // match prompts by their digest).
+        match self.max_input_tokens {
+            Some(n) => format!(
+                "{text} Input (prompt) tokens are capped too: at most {n}, summed over your turns."
+            ),
+            None => text,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_cap_is_optional_and_only_described_when_set() {
+        let b: Budget = toml::from_str(
+            "max_turns = 4\nmax_output_tokens = 10\nmax_tool_evals = 2\nmax_wall_s = 120",
         )
+        .unwrap();
+        assert_eq!(b.max_input_tokens, None);
+        assert!(!b.describe().contains("Input"));
+        assert!(!serde_json::to_string(&b)
+            .unwrap()
+            .contains("max_input_tokens"));
+        let capped = Budget {
+            max_input_tokens: Some(5000),
+            ..b
+        };
+        assert!(capped.describe().starts_with(&b.describe()));
+        assert!(capped.describe().contains("at most 5000"));
+        assert_eq!(EndReason::MaxInputTokens.as_str(), "max_input_tokens");
     }
 }

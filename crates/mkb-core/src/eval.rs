@@ -106,12 +106,47 @@ pub struct Baseline {
     pub timing: Timing,
 }
 
+/// Wall seconds of each phase of one evaluation (docs/evaluator.md "Phases"). Phases that did
+/// not run are 0; `total` is the whole evaluation of this candidate.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Phases {
+    #[serde(rename = "static")]
+    pub static_check: f64,
+    pub load: f64,
+    pub build: f64,
+    pub correctness: f64,
+    pub baselines: f64,
+    pub timing: f64,
+    pub recheck: f64,
+    pub total: f64,
+}
+
+impl Phases {
+    /// `(name, seconds)` in the order the phases run (for text output).
+    pub fn items(&self) -> [(&'static str, f64); 8] {
+        [
+            ("static", self.static_check),
+            ("load", self.load),
+            ("build", self.build),
+            ("correctness", self.correctness),
+            ("baselines", self.baselines),
+            ("timing", self.timing),
+            ("recheck", self.recheck),
+            ("total", self.total),
+        ]
+    }
+}
+
 /// One evaluation's outcome, as the judge reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvalReport {
     pub verdict: Verdict,
     pub mode: EvalMode,
-    /// Machine-readable failure code (e.g. "mismatch", "input_mutated", "forbidden_kernel").
+    /// Machine-readable failure code (e.g. "mismatch", "input_mutated", "forbidden_kernel";
+    /// "timing_check_failed" when a secretly checked timed repetition was wrong,
+    /// "timing_impossible" when the median beats the roofline or the empty-kernel floor; the full
+    /// list is in docs/protocol.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// One human-readable paragraph: what failed where, or a summary of the pass.
@@ -150,19 +185,57 @@ pub struct EvalReport {
     /// Wall seconds the whole evaluation took (compile + checks + timing).
     #[serde(default)]
     pub eval_s: f64,
+    /// The problem's roofline time on this GPU: max(bytes / bandwidth, flops / peak), with the
+    /// ceilings measured by the judge (absent in reports from before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal_us: Option<f64>,
+    /// Per-phase wall seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
 }
+
+/// Failure codes that say nothing about the candidate: the machine or the evaluator failed
+/// (verdict `crashed`). Python's `mkb_eval.evaluation.INFRA_REASONS` is the same list (a test
+/// checks that). `mkb` retries such an evaluation and, if it keeps failing, records it as not
+/// evaluated, never as a score (docs/protocol.md, "Infrastructure failures").
+pub const INFRA_REASONS: [&str; 6] = [
+    "no_gpu",
+    "dsl_unavailable",
+    "judge_error",
+    "profiler_error",
+    "runner_killed",
+    "host_overload",
+];
+
+/// Set by `mkb` (not the judge) when the judge process itself died or failed to start on
+/// every try: also an infrastructure failure.
+pub const JUDGE_FAILED: &str = "judge_failed";
+
+/// The runner was killed from outside (`runner_killed`); when that reproduces on every try it
+/// is the candidate's own doing and `mkb` records `crashed` with this reason instead.
+pub const PROCESS_DIED: &str = "process_died";
 
 impl EvalReport {
     pub fn is_correct(&self) -> bool {
         self.verdict == Verdict::Correct
     }
 
-    /// Score of ARCHITECTURE.md: t_ref / t when correct with a runtime, else 0.
+    /// Score of docs/design.md: t_ref / t when correct with a runtime, else 0.
     pub fn score(&self) -> f64 {
         match (&self.runtime, self.t_ref_us, self.verdict) {
             (Some(rt), Some(tref), Verdict::Correct) if rt.median_us > 0.0 => tref / rt.median_us,
             _ => 0.0,
         }
+    }
+
+    /// Did the machine or the evaluator fail, rather than the candidate (a `crashed` verdict
+    /// with a reason of [`INFRA_REASONS`] or [`JUDGE_FAILED`])? Such a report is not a result.
+    pub fn is_infrastructure(&self) -> bool {
+        self.verdict == Verdict::Crashed
+            && self
+                .reason
+                .as_deref()
+                .is_some_and(|r| r == JUDGE_FAILED || INFRA_REASONS.contains(&r))
     }
 
     /// A report for a failure the evaluator itself could not run into (e.g. the worker died).
@@ -185,6 +258,8 @@ impl EvalReport {
             checks: serde_json::Value::Null,
             log: String::new(),
             eval_s: 0.0,
+            ideal_us: None,
+            phases: None,
         }
     }
 }
@@ -208,6 +283,83 @@ mod tests {
         assert_eq!(r.score(), 0.0);
         r.verdict = Verdict::Correct;
         assert!((r.score() - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn round_trips_with_and_without_the_new_fields() {
+        // An old stored report: no ideal_us, no phases.
+        let old = r#"{"verdict":"correct","mode":"full","message":"ok","eval_s":17.5}"#;
+        let r: EvalReport = serde_json::from_str(old).unwrap();
+        assert_eq!(r.ideal_us, None);
+        assert_eq!(r.phases, None);
+        let back = serde_json::to_value(&r).unwrap();
+        assert!(back.get("ideal_us").is_none() && back.get("phases").is_none());
+        assert_eq!(serde_json::from_value::<EvalReport>(back).unwrap(), r);
+
+        let new = r#"{"verdict":"incorrect","mode":"full","reason":"timing_impossible","message":"m",
+            "ideal_us":224.5,"phases":{"static":0.01,"load":0.5,"build":2.0,"correctness":1.5,
+            "baselines":0.0,"timing":1.2,"recheck":0.1,"total":5.4}}"#;
+        let r: EvalReport = serde_json::from_str(new).unwrap();
+        assert_eq!(r.ideal_us, Some(224.5));
+        let p = r.phases.clone().unwrap();
+        assert_eq!(p.static_check, 0.01);
+        assert_eq!(p.total, 5.4);
+        assert_eq!(p.items()[0], ("static", 0.01));
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["phases"]["static"], 0.01);
+        assert_eq!(serde_json::from_value::<EvalReport>(v).unwrap(), r);
+        // A phases object missing some phases (a judge that skipped them) still loads.
+        let partial: Phases = serde_json::from_str(r#"{"timing": 2.0}"#).unwrap();
+        assert_eq!((partial.timing, partial.load), (2.0, 0.0));
+    }
+
+    #[test]
+    fn infrastructure_reasons_are_not_results() {
+        let r =
+            |v, reason: &str| EvalReport::infrastructure(EvalMode::Full, v, reason, String::new());
+        for reason in INFRA_REASONS.iter().chain([&JUDGE_FAILED]) {
+            assert!(r(Verdict::Crashed, reason).is_infrastructure(), "{reason}");
+            assert!(
+                !r(Verdict::Incorrect, reason).is_infrastructure(),
+                "{reason}"
+            );
+        }
+        assert!(!r(Verdict::Crashed, PROCESS_DIED).is_infrastructure());
+        assert!(!r(Verdict::Crashed, "runtime_error").is_infrastructure());
+        let mut none = r(Verdict::Crashed, "x");
+        none.reason = None;
+        assert!(!none.is_infrastructure());
+    }
+
+    /// The Python evaluator's list and this one are the same list.
+    #[test]
+    fn infra_reasons_match_python() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../python/mkb_eval/evaluation.py"
+        );
+        let src = std::fs::read_to_string(path).expect("python/mkb_eval/evaluation.py");
+        // `INFRA_REASONS = (...)` or `INFRA_REASONS: tuple[str, ...] = (...)`, maybe over lines.
+        let start = src
+            .find("\nINFRA_REASONS")
+            .expect("evaluation.py defines INFRA_REASONS at module level");
+        let rest = &src[start..];
+        let eq = rest.find('=').expect("INFRA_REASONS = (...)");
+        let open = eq + rest[eq..].find('(').expect("a tuple");
+        let close = open + rest[open..].find(')').expect("a closed tuple");
+        let mut py: Vec<String> = rest[open..close]
+            .split(['"', '\''])
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1)
+            .map(|(_, s)| s.to_string())
+            .collect();
+        let mut rs: Vec<String> = INFRA_REASONS.iter().map(|s| s.to_string()).collect();
+        py.sort();
+        rs.sort();
+        assert_eq!(
+            py, rs,
+            "INFRA_REASONS differ between evaluation.py and eval.rs"
+        );
     }
 
     #[test]

@@ -7,11 +7,12 @@ pub mod eval;
 pub mod model;
 pub mod prompt;
 pub mod registry;
+pub mod secret;
 pub mod shape;
 pub mod time;
 
 pub use attempt::{AttemptKind, Budget, Condition, Direction, EndReason};
-pub use eval::{Baseline, EvalMode, EvalReport, Timing, Verdict};
+pub use eval::{Baseline, EvalMode, EvalReport, Timing, Verdict, INFRA_REASONS};
 pub use model::{
     DType, Distribution, Dsl, Family, InputDecl, OutputDecl, Problem, ShapeKind, ShapeSet,
 };

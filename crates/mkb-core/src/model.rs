@@ -60,7 +60,7 @@ impl FromStr for Dsl {
     }
 }
 
-/// The six problem families of SUITE.md.
+/// The six problem families of docs/suite.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Family {
     A,
@@ -160,7 +160,7 @@ impl DType {
             DType::Bool => "bool",
         }
     }
-    /// Default tolerance (atol is scaled by the reference's RMS; see ARCHITECTURE.md).
+    /// Default tolerance (atol is scaled by the reference's RMS; see docs/design.md).
     pub fn default_tolerance(self) -> Tolerance {
         match self {
             DType::Float64 => Tolerance {
@@ -331,6 +331,11 @@ pub struct ProblemFile {
     /// problems; memory-bound ones leave it out and the size rule uses bytes moved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flops: Option<String>,
+    /// Minimal bytes one call moves (each input read once, each output written once) as a sum of
+    /// products of dims (e.g. `4*T*H + 2*H`). Required: the registry refuses a problem without
+    /// it (an Option only so that the error names the file and the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
     #[serde(default)]
     pub params: BTreeMap<String, Param>,
     pub inputs: Vec<InputDecl>,
@@ -388,8 +393,19 @@ impl Problem {
         self.solution_path(dsl).is_file()
     }
 
-    /// Bytes the benchmark shape must move at least once (every input read, every output written).
+    /// Bytes one call at `shape` must move at least: the declared `bytes` expression.
     pub fn min_bytes(&self, shape: &ShapeSet) -> Result<u64, String> {
+        let expr = self
+            .file
+            .bytes
+            .as_deref()
+            .ok_or("problem.toml declares no `bytes`")?;
+        Ok(crate::shape::eval_sum_of_products(expr, &shape.dims)? as u64)
+    }
+
+    /// Bytes of every declared tensor at `shape` (each input read once, each output written
+    /// once): what `bytes` is for a problem without partial reads.
+    pub fn tensor_bytes(&self, shape: &ShapeSet) -> Result<u64, String> {
         let mut total = 0u64;
         for (shape_decl, dtype) in self
             .file
@@ -410,7 +426,7 @@ impl Problem {
     }
 
     /// Ideal time in microseconds of one call at `shape` on the H200, from the measured
-    /// ceilings in SUITE.md (copy 4.2 TB/s, bf16 GEMM 787 TFLOP/s).
+    /// ceilings in docs/suite.md (copy 4.2 TB/s, bf16 GEMM 787 TFLOP/s).
     pub fn ideal_us(&self, shape: &ShapeSet) -> Result<f64, String> {
         let bytes = self.min_bytes(shape)? as f64;
         let mem_us = bytes / H200_COPY_BYTES_PER_S * 1e6;
@@ -424,8 +440,8 @@ impl Problem {
     }
 }
 
-/// Measured H200 ceilings (SUITE.md): device copy bandwidth and bf16 GEMM rate.
+/// Measured H200 ceilings (docs/suite.md): device copy bandwidth and bf16 GEMM rate.
 pub const H200_COPY_BYTES_PER_S: f64 = 4.2e12;
 pub const H200_BF16_FLOPS: f64 = 787e12;
-/// SUITE.md's size rule: the benchmark shape's ideal time must be at least this.
+/// The size rule of docs/suite.md: the benchmark shape's ideal time must be at least this.
 pub const MIN_IDEAL_US: f64 = 40.0;

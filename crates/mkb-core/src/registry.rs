@@ -542,10 +542,22 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
             }
         }
     }
-    if let Some(flops) = &file.flops {
-        if let Some(b) = file.shapes.iter().find(|s| s.kind == ShapeKind::Benchmark) {
-            if let Err(e) = crate::shape::eval_sum_of_products(flops, &b.dims) {
-                errors.push(err("flops", e));
+    if file.bytes.is_none() {
+        errors.push(err(
+            "bytes",
+            "required: the minimal bytes one call moves as an expression over the dims (each input read once, each output written once), e.g. \"4*T*H + 2*H\"".into(),
+        ));
+    }
+    for (field, expr) in [("flops", &file.flops), ("bytes", &file.bytes)] {
+        let Some(expr) = expr else { continue };
+        for s in &file.shapes {
+            match crate::shape::eval_sum_of_products(expr, &s.dims) {
+                Ok(v) if v > 0.0 => {}
+                Ok(v) => errors.push(err(
+                    field,
+                    format!("evaluates to {v} on shape set {:?}; must be > 0", s.name),
+                )),
+                Err(e) => errors.push(err(field, format!("{e} (shape set {:?})", s.name))),
             }
         }
     }
@@ -560,12 +572,12 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
         reference,
         file,
     };
-    // SUITE.md's size rule on the benchmark shape.
+    // The size rule of docs/suite.md on the benchmark shape.
     match problem.ideal_us(problem.benchmark_shape()) {
         Ok(us) if us < MIN_IDEAL_US => {
             return Err(vec![err(
                 "shapes",
-                format!("the benchmark shape's ideal time is {us:.1} us, under the {MIN_IDEAL_US} us floor of SUITE.md's size rule: enlarge it"),
+                format!("the benchmark shape's ideal time is {us:.1} us, under the {MIN_IDEAL_US} us floor of the size rule (docs/suite.md): enlarge it"),
             )])
         }
         Ok(_) => {}
@@ -591,6 +603,7 @@ slug = "bias_gelu"
 family = "A"
 title = "Bias + GELU"
 eager = ["gelu_add"]
+bytes = "4*T*H + 2*H"
 
 [[inputs]]
 name = "x"
@@ -706,6 +719,37 @@ dims = { T = 333, H = 1000 }
 
         let errs = errors_for(&GOOD.replace("id = \"A01\"", "id = \"A1\""));
         assert!(errs.iter().any(|e| e.field == "id"), "{errs:?}");
+    }
+
+    #[test]
+    fn bytes_is_required_and_checked() {
+        let errs = errors_for(&GOOD.replace("bytes = \"4*T*H + 2*H\"\n", ""));
+        assert!(
+            errs.iter().any(|e| e.field == "bytes"
+                && e.message.contains("required")
+                && e.path.ends_with("problem.toml")),
+            "{errs:?}"
+        );
+        let msg = errs
+            .iter()
+            .find(|e| e.field == "bytes")
+            .unwrap()
+            .to_string();
+        assert!(msg.contains("problem.toml: field `bytes`"), "{msg}");
+        let errs = errors_for(&GOOD.replace("4*T*H + 2*H", "4*T*Q"));
+        assert!(
+            errs.iter()
+                .any(|e| e.field == "bytes" && e.message.contains("Q is not bound")),
+            "{errs:?}"
+        );
+        // The declared bytes set the ideal time: x, b, y of A01 at the benchmark shape.
+        let tmp = tempfile::tempdir().unwrap();
+        write_problem(tmp.path(), GOOD);
+        let reg = Registry::load(tmp.path()).unwrap();
+        let p = reg.get("A01").unwrap();
+        let b = p.benchmark_shape();
+        assert_eq!(p.min_bytes(b).unwrap(), 4 * 16384 * 14336 + 2 * 14336);
+        assert_eq!(p.min_bytes(b).unwrap(), p.tensor_bytes(b).unwrap());
     }
 
     #[test]

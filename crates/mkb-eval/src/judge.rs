@@ -1,9 +1,12 @@
 //! One Python judge process (`python -m mkb_eval.judge`): spawned with a scrubbed environment,
 //! spoken to over JSON lines on stdin/stdout, supervised with deadlines. A judge that dies or
-//! stops answering is killed and reported; it never takes `mkb` down with it.
+//! stops answering is killed and reported; it never takes `mkb` down with it. Candidate files
+//! over [`MAX_CANDIDATE_BYTES`] are refused here, before any process reads them, and a judge
+//! started without the OS sandbox (the `--unsafe-no-sandbox` opt-out) is logged loudly.
 
-use crate::protocol::{parse_line, trim, EvalRequest, EvalResponse, Hello, Incoming};
+use crate::protocol::{parse_line, trim, EvalRequest, EvalResponse, Hello, Incoming, KeyedReport};
 use mkb_core::PROTOCOL_VERSION;
+use mkb_core::{EvalMode, EvalReport, Verdict};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -63,7 +66,32 @@ const ENV_ALLOW: &[&str] = &[
     "VIRTUAL_ENV",
     "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_DRIVER_CAPABILITIES",
+    // Where bubblewrap is (docs/threat-model.md); MKB_EVAL_* (e.g. MKB_EVAL_UNSAFE_NO_SANDBOX)
+    // pass by prefix.
+    "MKB_BWRAP",
 ];
+
+/// Largest candidate file evaluated (python/mkb_eval/sandbox.py has the same limit): a kernel
+/// is a few KiB; a bigger file is refused before it is read or parsed.
+pub const MAX_CANDIDATE_BYTES: u64 = 128 * 1024;
+
+/// Set by `mkb --unsafe-no-sandbox`; the judge then runs candidate code without the OS sandbox.
+pub const UNSAFE_ENV: &str = "MKB_EVAL_UNSAFE_NO_SANDBOX";
+
+/// Why a candidate file cannot be evaluated at all, from its metadata alone (never its text).
+pub fn check_candidate_file(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Some(format!("{}: not a regular file", path.display())),
+        Ok(m) if m.len() > MAX_CANDIDATE_BYTES => Some(format!(
+            "{}: the candidate file is {} bytes, over the limit of {MAX_CANDIDATE_BYTES} bytes; it was not read",
+            path.display(),
+            m.len()
+        )),
+        Ok(_) => None,
+        // A missing file is the judge's to report (load_error), as before.
+        Err(_) => None,
+    }
+}
 
 pub fn looks_secret(name: &str) -> bool {
     let n = name.to_ascii_uppercase();
@@ -176,6 +204,7 @@ impl Judge {
                 gpu: None,
                 can_run: false,
                 dsls: Default::default(),
+                sandbox: serde_json::Value::Null,
             },
             spec: spec.clone(),
         };
@@ -188,7 +217,14 @@ impl Judge {
             .await?;
         judge.hello = serde_json::from_value(body)
             .map_err(|e| JudgeError::Protocol(format!("bad hello: {e}")))?;
-        tracing::debug!(pid = judge.hello.pid, gpu = ?judge.hello.gpu, "judge ready");
+        tracing::debug!(pid = judge.hello.pid, gpu = ?judge.hello.gpu, sandbox = %judge.hello.sandbox, "judge ready");
+        if judge.hello.sandbox_unsafe() {
+            tracing::warn!(
+                pid = judge.hello.pid,
+                "UNSAFE: this judge runs candidate code WITHOUT the OS sandbox (--unsafe-no-sandbox): \
+                 a candidate can read this machine's files and processes; every report records it"
+            );
+        }
         Ok(judge)
     }
 
@@ -285,6 +321,23 @@ impl Judge {
         seed: u64,
         on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
     ) -> Result<EvalResponse, JudgeError> {
+        // Candidates over the size limit get their verdict here; the rest go to the judge.
+        let mut refused: Vec<(usize, KeyedReport)> = Vec::new();
+        let mut sent = req.clone();
+        sent.candidates.clear();
+        for (i, c) in req.candidates.iter().enumerate() {
+            match check_candidate_file(&c.path) {
+                Some(why) => refused.push((i, too_large_report(req.mode, &c.key, why))),
+                None => sent.candidates.push(c.clone()),
+            }
+        }
+        if sent.candidates.is_empty() {
+            return Ok(EvalResponse {
+                reports: refused.into_iter().map(|(_, r)| r).collect(),
+                session: serde_json::Value::Null,
+            });
+        }
+        let req = &sent;
         self.next_id += 1;
         let id = format!("r{}", self.next_id);
         let wire = req.to_wire(&id, seed);
@@ -293,8 +346,12 @@ impl Judge {
         let body = self
             .send_and_wait(wire, &id, Duration::from_secs_f64(secs), on_event)
             .await?;
-        serde_json::from_value(body)
-            .map_err(|e| JudgeError::Protocol(format!("bad evaluate response: {e}")))
+        let mut resp: EvalResponse = serde_json::from_value(body)
+            .map_err(|e| JudgeError::Protocol(format!("bad evaluate response: {e}")))?;
+        for (i, r) in refused {
+            resp.reports.insert(i.min(resp.reports.len()), r);
+        }
+        Ok(resp)
     }
 
     /// Ask the judge to exit; kill it if it does not within a few seconds.
@@ -323,6 +380,18 @@ impl Judge {
                 .status();
         }
         let _ = self.child.kill().await;
+    }
+}
+
+/// The report of a candidate refused for its size (verdict `compile_error`, reason
+/// `file_too_large`, as the judge would give it).
+fn too_large_report(mode: EvalMode, key: &str, why: String) -> KeyedReport {
+    let mut report = EvalReport::infrastructure(mode, Verdict::CompileError, "file_too_large", why);
+    report.env =
+        serde_json::json!({"refused_by": "mkb", "max_candidate_bytes": MAX_CANDIDATE_BYTES});
+    KeyedReport {
+        key: key.to_string(),
+        report,
     }
 }
 
@@ -375,6 +444,92 @@ mod tests {
         assert!(looks_secret("ANTHROPIC_AUTH"));
         assert!(!looks_secret("PATH"));
         assert!(!looks_secret("CUDA_VISIBLE_DEVICES"));
+    }
+
+    #[test]
+    fn oversized_candidates_are_refused_from_metadata() {
+        let dir = std::env::temp_dir().join(format!("mkb-judge-size-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let small = dir.join("small.py");
+        std::fs::write(&small, "def build(spec):\n    pass\n").unwrap();
+        assert_eq!(check_candidate_file(&small), None);
+        let big = dir.join("big.py");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_CANDIDATE_BYTES + 1).unwrap();
+        let why = check_candidate_file(&big).expect("refused");
+        assert!(
+            why.contains("over the limit") && why.contains("big.py"),
+            "{why}"
+        );
+        assert!(check_candidate_file(&dir)
+            .unwrap()
+            .contains("not a regular file"));
+        assert_eq!(check_candidate_file(&dir.join("missing.py")), None);
+        let r = too_large_report(EvalMode::Compile, "k", why);
+        assert_eq!(r.report.verdict, Verdict::CompileError);
+        assert_eq!(r.report.reason.as_deref(), Some("file_too_large"));
+        assert!(!r.report.is_infrastructure());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_group_of_only_oversized_candidates_never_reaches_a_judge() {
+        // `cat` stands in for the judge: had a request been sent, nothing would answer it.
+        let dir = std::env::temp_dir().join(format!("mkb-judge-size2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.py");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_CANDIDATE_BYTES * 4)
+            .unwrap();
+        let mut child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut judge = Judge {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            stderr_tail: Default::default(),
+            next_id: 0,
+            hello: serde_json::from_value(serde_json::json!({})).unwrap(),
+            spec: JudgeSpec {
+                python: "python3".into(),
+                root: dir.clone(),
+                gpu: None,
+                log_file: None,
+            },
+        };
+        let req = EvalRequest::single(dir.clone(), mkb_core::Dsl::Cute, EvalMode::Compile, big);
+        let resp = tokio::time::timeout(
+            Duration::from_secs(10),
+            judge.evaluate(&req, 1, &mut |_| {}),
+        )
+        .await
+        .expect("answered without the judge")
+        .unwrap();
+        assert_eq!(resp.reports.len(), 1);
+        assert_eq!(
+            resp.reports[0].report.reason.as_deref(),
+            Some("file_too_large")
+        );
+        assert_eq!(judge.next_id, 0, "no request was sent");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn hello_without_sandbox_info_counts_as_unsafe() {
+        let h: Hello = serde_json::from_value(serde_json::json!({})).unwrap();
+        assert!(h.sandbox_unsafe());
+        let h: Hello = serde_json::from_value(
+            serde_json::json!({"sandbox": {"tool": "bubblewrap", "unsafe": false}}),
+        )
+        .unwrap();
+        assert!(!h.sandbox_unsafe());
     }
 
     #[test]

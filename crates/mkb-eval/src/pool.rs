@@ -1,11 +1,21 @@
 //! The evaluation pool: one judge per GPU (GPU work on one GPU is serialized, so timing is
-//! exclusive per GPU) and a few GPU-less judges for compile-only work. Judges start lazily,
-//! are restarted when they die, and a job whose judge died twice gets an honest failure report.
+//! exclusive per GPU) and a few GPU-less judges for compile-only work. Judges start lazily and
+//! are restarted when they die.
+//!
+//! Infrastructure failures are not results: a candidate whose report is `crashed` with an
+//! infrastructure reason (`EvalReport::is_infrastructure`), or whose judge died or did not
+//! start, is evaluated again, up to [`TRIES`] tries in all (a fresh judge when it died). When
+//! every try ends in `runner_killed`, the kill is the candidate's own doing and the report
+//! becomes `crashed` / `process_died`; any other failure that persists comes back as the
+//! infrastructure report itself, which callers record as "not evaluated" (never as a score).
+//! Every report leaving the pool is scrubbed of this process's secrets.
 
-use crate::judge::{Judge, JudgeError, JudgeSpec};
-use crate::protocol::{EvalRequest, EvalResponse, Hello, KeyedReport};
+use crate::judge::{judge_env, Judge, JudgeError, JudgeSpec};
+use crate::protocol::{Candidate, EvalRequest, EvalResponse, Hello, KeyedReport};
+use mkb_core::eval::{JUDGE_FAILED, PROCESS_DIED};
 use mkb_core::{EvalMode, EvalReport, Verdict};
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use thiserror::Error;
@@ -264,6 +274,46 @@ impl EvalPool {
     }
 }
 
+/// Tries of one evaluation after an infrastructure failure: the first and two retries.
+pub const TRIES: usize = 3;
+
+/// Pause before retry n (n times this), so that an overloaded host can recover.
+const INFRA_PAUSE: Duration = Duration::from_secs(1);
+
+/// Where a retry starts a judge.
+trait JudgeSlot {
+    async fn evaluate(
+        &mut self,
+        req: &EvalRequest,
+        on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+    ) -> Result<EvalResponse, JudgeError>;
+    /// Forget the judge (it died); the next `evaluate` starts a fresh one.
+    fn discard(&mut self);
+}
+
+struct LiveJudge<'a> {
+    spec: &'a JudgeSpec,
+    start_timeout: Duration,
+    judge: &'a mut Option<Judge>,
+}
+
+impl JudgeSlot for LiveJudge<'_> {
+    async fn evaluate(
+        &mut self,
+        req: &EvalRequest,
+        on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+    ) -> Result<EvalResponse, JudgeError> {
+        if self.judge.is_none() {
+            *self.judge = Some(Judge::start(self.spec, self.start_timeout).await?);
+        }
+        let j = self.judge.as_mut().expect("started");
+        j.evaluate(req, rand::random(), on_event).await
+    }
+    fn discard(&mut self) {
+        *self.judge = None;
+    }
+}
+
 async fn worker(spec: JudgeSpec, start_timeout: Duration, queue: Queue, mut judge: Option<Judge>) {
     loop {
         let job = {
@@ -283,44 +333,14 @@ async fn worker(spec: JudgeSpec, start_timeout: Duration, queue: Queue, mut judg
                 f(v)
             }
         };
-        let mut last_err: Option<JudgeError> = None;
-        let mut result = None;
-        // One retry on a fresh judge: a judge death is the evaluator's failure, not the candidate's.
-        for _attempt in 0..2 {
-            if judge.is_none() {
-                match Judge::start(&spec, start_timeout).await {
-                    Ok(j) => judge = Some(j),
-                    Err(e) => {
-                        last_err = Some(e);
-                        continue;
-                    }
-                }
-            }
-            let j = judge.as_mut().expect("started");
-            let seed: u64 = rand::random();
-            match j.evaluate(&req, seed, &mut sink).await {
-                Ok(resp) => {
-                    result = Some(Ok(resp));
-                    break;
-                }
-                Err(JudgeError::Rejected(msg)) => {
-                    result = Some(Err(EvalError::Rejected(msg)));
-                    break;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "judge failed; restarting it");
-                    judge = None;
-                    last_err = Some(e);
-                }
-            }
-        }
-        let result = result.unwrap_or_else(|| {
-            let err = last_err.map(|e| e.to_string()).unwrap_or_default();
-            match last_err_kind(&err) {
-                Some(verdict) => Ok(failed_group(&req, verdict, &err)),
-                None => Err(EvalError::Start(err)),
-            }
-        });
+        let mut slot = LiveJudge {
+            spec: &spec,
+            start_timeout,
+            judge: &mut judge,
+        };
+        let result = evaluate_with_retries(&mut slot, &req, &mut sink, INFRA_PAUSE)
+            .await
+            .map(scrub_response);
         let _ = reply.send(result);
     }
     if let Some(j) = judge {
@@ -328,41 +348,476 @@ async fn worker(spec: JudgeSpec, start_timeout: Duration, queue: Queue, mut judg
     }
 }
 
-fn last_err_kind(err: &str) -> Option<Verdict> {
-    if err.starts_with("could not start") {
-        None
-    } else if err.contains("did not answer within") {
-        Some(Verdict::Timeout)
-    } else {
-        Some(Verdict::Crashed)
+/// No secret of this process leaves the pool in a report (a candidate may have printed one).
+fn scrub_response(resp: EvalResponse) -> EvalResponse {
+    if mkb_core::secret::count() == 0 {
+        return resp;
     }
+    mkb_core::secret::scrub_value(&resp).unwrap_or(resp)
 }
 
-/// Reports for a group whose judge failed twice (e.g. a GPU hang): every candidate gets the
-/// failure, with the judge's own log.
-fn failed_group(req: &EvalRequest, verdict: Verdict, err: &str) -> EvalResponse {
+/// Evaluate `req`, trying again what failed for infrastructure reasons (module doc).
+async fn evaluate_with_retries(
+    slot: &mut impl JudgeSlot,
+    req: &EvalRequest,
+    on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+    pause: Duration,
+) -> Result<EvalResponse, EvalError> {
+    let mut pending: Vec<Candidate> = req.candidates.clone();
+    let mut done: BTreeMap<String, EvalReport> = BTreeMap::new();
+    let mut failures: BTreeMap<String, Vec<EvalReport>> = BTreeMap::new();
+    let mut session = serde_json::Value::Null;
+    let mut answered = false;
+    let mut last_err = String::new();
+    for attempt in 0..TRIES {
+        if pending.is_empty() {
+            break;
+        }
+        if attempt > 0 {
+            tokio::time::sleep(pause * attempt as u32).await;
+        }
+        let mut sub = req.clone();
+        sub.candidates = pending.clone();
+        match slot.evaluate(&sub, on_event).await {
+            Ok(resp) => {
+                answered = true;
+                if session.is_null() {
+                    session = resp.session;
+                }
+                for kr in resp.reports {
+                    if !pending.iter().any(|c| c.key == kr.key) {
+                        continue;
+                    }
+                    if kr.report.is_infrastructure() {
+                        tracing::warn!(key = %kr.key, reason = ?kr.report.reason, try_ = attempt + 1,
+                            "evaluation failed for infrastructure reasons; retrying");
+                        failures.entry(kr.key).or_default().push(kr.report);
+                    } else {
+                        done.insert(kr.key, kr.report);
+                    }
+                }
+                for c in &pending {
+                    let tried = failures.get(&c.key).map_or(0, Vec::len);
+                    if !done.contains_key(&c.key) && tried < attempt + 1 {
+                        failures.entry(c.key.clone()).or_default().push(
+                            EvalReport::infrastructure(
+                                req.mode,
+                                Verdict::Crashed,
+                                "judge_error",
+                                "the judge's answer had no report for this candidate".into(),
+                            ),
+                        );
+                    }
+                }
+            }
+            Err(JudgeError::Rejected(msg)) => return Err(EvalError::Rejected(msg)),
+            Err(e) => {
+                tracing::warn!(error = %e, try_ = attempt + 1, "judge failed; restarting it");
+                slot.discard();
+                last_err = e.to_string();
+                for c in &pending {
+                    failures
+                        .entry(c.key.clone())
+                        .or_default()
+                        .push(judge_failed_report(req.mode, &last_err));
+                }
+            }
+        }
+        pending.retain(|c| !done.contains_key(&c.key));
+    }
+    if !answered && done.is_empty() && last_err.starts_with("could not start") {
+        return Err(EvalError::Start(last_err));
+    }
     let reports = req
         .candidates
         .iter()
         .map(|c| {
-            let mut r = EvalReport::infrastructure(
-                req.mode,
-                verdict,
-                "judge_failed",
-                format!(
-                    "the evaluator process failed twice while evaluating this group: {}",
-                    crate::protocol::trim(err, 300)
-                ),
-            );
-            r.log = crate::protocol::trim(err, 8000);
+            let report = match done.remove(&c.key) {
+                Some(r) => r,
+                None => settle(failures.remove(&c.key).unwrap_or_default(), req.mode),
+            };
             KeyedReport {
                 key: c.key.clone(),
-                report: r,
+                report,
             }
         })
         .collect();
-    EvalResponse {
-        reports,
-        session: serde_json::Value::Null,
+    Ok(EvalResponse { reports, session })
+}
+
+/// The outcome of a candidate that failed for infrastructure reasons on every try.
+fn settle(mut tries: Vec<EvalReport>, mode: EvalMode) -> EvalReport {
+    let n = tries.len();
+    let killed_every_time = n >= TRIES
+        && tries
+            .iter()
+            .all(|r| r.reason.as_deref() == Some("runner_killed"));
+    let mut last = tries
+        .pop()
+        .unwrap_or_else(|| judge_failed_report(mode, "no answer"));
+    if killed_every_time {
+        // Reproducible: the candidate itself brings its runner down (e.g. memory blow-up).
+        last.verdict = Verdict::Crashed;
+        last.reason = Some(PROCESS_DIED.into());
+        last.message = format!(
+            "the runner was killed on each of {n} tries, so the candidate kills it: {}",
+            last.message
+        );
+    } else {
+        last.message = format!(
+            "not evaluated: the evaluation failed for infrastructure reasons on {n} tries ({}); last: {}",
+            tries
+                .iter()
+                .chain(std::iter::once(&last))
+                .filter_map(|r| r.reason.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+            last.message
+        );
+    }
+    last
+}
+
+/// A judge that died, hung or did not start: verdict `crashed`, reason `judge_failed` (an
+/// infrastructure failure), with the judge's own log.
+fn judge_failed_report(mode: EvalMode, err: &str) -> EvalReport {
+    let mut r = EvalReport::infrastructure(
+        mode,
+        Verdict::Crashed,
+        JUDGE_FAILED,
+        format!(
+            "the evaluator process failed: {}",
+            crate::protocol::trim(err, 300)
+        ),
+    );
+    r.log = crate::protocol::trim(err, 8000);
+    r
+}
+
+/// Checks that every `reference.py` in `files` parses and imports with the evaluator's Python
+/// (one process for all). The error lists each broken file with its line. Compile-mode
+/// evaluations never run the reference, so this is how a broken one is caught in every mode.
+pub async fn check_reference_files(
+    python: &Path,
+    root: &Path,
+    files: &[PathBuf],
+    timeout: Duration,
+) -> Result<(), String> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let spec = JudgeSpec {
+        python: python.to_path_buf(),
+        root: root.to_path_buf(),
+        gpu: None,
+        log_file: None,
+    };
+    let mut cmd = tokio::process::Command::new(python);
+    cmd.arg("-c")
+        .arg(REFERENCE_CHECK_PY)
+        .args(files)
+        .current_dir(root)
+        .env_clear()
+        .envs(judge_env(&spec))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let out = match tokio::time::timeout(timeout, cmd.output()).await {
+        Err(_) => {
+            return Err(format!(
+                "checking the problems' reference.py files with {} took longer than {timeout:?}",
+                python.display()
+            ))
+        }
+        Ok(Err(e)) => {
+            return Err(format!(
+                "cannot run {} to check the problems' reference.py files: {e}",
+                python.display()
+            ))
+        }
+        Ok(Ok(o)) => o,
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.starts_with('['));
+    let problems: Vec<serde_json::Value> = match last.map(serde_json::from_str) {
+        Some(Ok(v)) => v,
+        _ => {
+            return Err(format!(
+                "checking the problems' reference.py files with {} failed: {}",
+                python.display(),
+                crate::protocol::trim(&String::from_utf8_lossy(&out.stderr), 2000)
+            ))
+        }
+    };
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|p| {
+            let file = p["file"].as_str().unwrap_or("?");
+            let file = Path::new(file)
+                .strip_prefix(root)
+                .map(|r| r.display().to_string())
+                .unwrap_or_else(|_| file.to_string());
+            match p["line"].as_u64() {
+                Some(l) => format!("  {file}:{l}: {}", p["error"].as_str().unwrap_or("")),
+                None => format!("  {file}: {}", p["error"].as_str().unwrap_or("")),
+            }
+        })
+        .collect();
+    Err(format!(
+        "{} reference.py file(s) cannot be used:\n{}",
+        lines.len(),
+        lines.join("\n")
+    ))
+}
+
+/// Parses and imports each file named on the command line; prints one JSON list of problems.
+const REFERENCE_CHECK_PY: &str = r#"
+import ast, importlib.util, json, sys, traceback
+problems = []
+for i, path in enumerate(sys.argv[1:]):
+    try:
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        problems.append({"file": path, "line": None, "error": f"cannot read: {e}"})
+        continue
+    try:
+        ast.parse(src, filename=path)
+    except SyntaxError as e:
+        problems.append({"file": path, "line": e.lineno, "error": f"syntax error: {e.msg}"})
+        continue
+    folder = path.rsplit("/", 1)[0] if "/" in path else "."
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(f"_mkb_reference_{i}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    except BaseException as e:
+        frames = [fr for fr in traceback.extract_tb(e.__traceback__) if fr.filename == path]
+        line = frames[-1].lineno if frames else None
+        problems.append({"file": path, "line": line, "error": f"import failed: {type(e).__name__}: {e}"})
+    finally:
+        sys.path.remove(folder)
+print(json.dumps(problems))
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Candidate;
+    use std::collections::VecDeque;
+
+    /// What the fake judge does on one call, per candidate key: a verdict/reason, or the
+    /// whole judge dying.
+    enum Step {
+        Reports(Vec<(&'static str, Verdict, Option<&'static str>)>),
+        Dies,
+        Rejects,
+    }
+
+    struct FakeSlot {
+        steps: VecDeque<Step>,
+        /// The candidate keys of each call.
+        calls: Vec<Vec<String>>,
+        discarded: usize,
+    }
+
+    impl FakeSlot {
+        fn new(steps: Vec<Step>) -> FakeSlot {
+            FakeSlot {
+                steps: steps.into(),
+                calls: Vec::new(),
+                discarded: 0,
+            }
+        }
+    }
+
+    impl JudgeSlot for FakeSlot {
+        async fn evaluate(
+            &mut self,
+            req: &EvalRequest,
+            _on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+        ) -> Result<EvalResponse, JudgeError> {
+            self.calls
+                .push(req.candidates.iter().map(|c| c.key.clone()).collect());
+            match self.steps.pop_front().expect("no more scripted calls") {
+                Step::Dies => Err(JudgeError::Died {
+                    stderr_tail: "Segmentation fault".into(),
+                }),
+                Step::Rejects => Err(JudgeError::Rejected("bad request".into())),
+                Step::Reports(rs) => Ok(EvalResponse {
+                    reports: rs
+                        .into_iter()
+                        .filter(|(k, _, _)| req.candidates.iter().any(|c| c.key == *k))
+                        .map(|(k, v, reason)| {
+                            let mut r = EvalReport::infrastructure(req.mode, v, "x", "m".into());
+                            r.reason = reason.map(String::from);
+                            KeyedReport {
+                                key: k.into(),
+                                report: r,
+                            }
+                        })
+                        .collect(),
+                    session: serde_json::Value::Null,
+                }),
+            }
+        }
+        fn discard(&mut self) {
+            self.discarded += 1;
+        }
+    }
+
+    fn request(keys: &[&str]) -> EvalRequest {
+        EvalRequest {
+            candidates: keys
+                .iter()
+                .map(|k| Candidate {
+                    key: k.to_string(),
+                    path: format!("/k/{k}.py").into(),
+                })
+                .collect(),
+            ..EvalRequest::single(
+                "/p".into(),
+                mkb_core::Dsl::Cute,
+                EvalMode::Full,
+                "/x".into(),
+            )
+        }
+    }
+
+    async fn run(slot: &mut FakeSlot, keys: &[&str]) -> Result<EvalResponse, EvalError> {
+        evaluate_with_retries(slot, &request(keys), &mut |_| {}, Duration::ZERO).await
+    }
+
+    const OK: (Verdict, Option<&str>) = (Verdict::Correct, None);
+
+    fn rep(k: &'static str, (v, r): (Verdict, Option<&'static str>)) -> Step {
+        Step::Reports(vec![(k, v, r)])
+    }
+
+    #[tokio::test]
+    async fn an_infrastructure_failure_is_retried_then_the_real_verdict_kept() {
+        let mut slot = FakeSlot::new(vec![
+            rep("a", (Verdict::Crashed, Some("host_overload"))),
+            rep("a", OK),
+        ]);
+        let r = run(&mut slot, &["a"]).await.unwrap();
+        assert_eq!(r.reports[0].report.verdict, Verdict::Correct);
+        assert_eq!(slot.calls.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_failure_that_persists_is_not_evaluated_never_a_score() {
+        let mut slot = FakeSlot::new(vec![
+            rep("a", (Verdict::Crashed, Some("judge_error"))),
+            rep("a", (Verdict::Crashed, Some("profiler_error"))),
+            rep("a", (Verdict::Crashed, Some("judge_error"))),
+        ]);
+        let r = run(&mut slot, &["a"]).await.unwrap();
+        let got = &r.reports[0].report;
+        assert!(got.is_infrastructure(), "{got:?}");
+        assert!(got.message.starts_with("not evaluated"), "{}", got.message);
+        assert!(got
+            .message
+            .contains("judge_error, profiler_error, judge_error"));
+        assert_eq!(slot.calls.len(), TRIES);
+    }
+
+    #[tokio::test]
+    async fn a_runner_killed_on_every_try_is_the_candidates_own_crash() {
+        let killed = (Verdict::Crashed, Some("runner_killed"));
+        let mut slot = FakeSlot::new(vec![rep("a", killed), rep("a", killed), rep("a", killed)]);
+        let r = run(&mut slot, &["a"]).await.unwrap();
+        let got = &r.reports[0].report;
+        assert_eq!(got.verdict, Verdict::Crashed);
+        assert_eq!(got.reason.as_deref(), Some(PROCESS_DIED));
+        assert!(!got.is_infrastructure());
+
+        // Killed twice, then another infrastructure failure: not the candidate's doing.
+        let mut slot = FakeSlot::new(vec![
+            rep("a", killed),
+            rep("a", killed),
+            rep("a", (Verdict::Crashed, Some("no_gpu"))),
+        ]);
+        let r = run(&mut slot, &["a"]).await.unwrap();
+        assert!(r.reports[0].report.is_infrastructure());
+    }
+
+    #[tokio::test]
+    async fn a_dead_judge_is_replaced_and_only_failed_candidates_are_redone() {
+        let mut slot = FakeSlot::new(vec![
+            Step::Dies,
+            Step::Reports(vec![
+                ("a", Verdict::Correct, None),
+                ("b", Verdict::Crashed, Some("runner_killed")),
+                ("c", Verdict::Incorrect, Some("mismatch")),
+            ]),
+            rep("b", OK),
+        ]);
+        let r = run(&mut slot, &["a", "b", "c"]).await.unwrap();
+        assert_eq!(
+            slot.discarded, 1,
+            "the dead judge is dropped for a fresh one"
+        );
+        assert_eq!(slot.calls[2], vec!["b".to_string()]);
+        let keys: Vec<_> = r.reports.iter().map(|k| k.key.as_str()).collect();
+        assert_eq!(keys, ["a", "b", "c"], "reports keep the request's order");
+        assert_eq!(r.reports[1].report.verdict, Verdict::Correct);
+        assert_eq!(r.reports[2].report.verdict, Verdict::Incorrect);
+    }
+
+    #[tokio::test]
+    async fn a_judge_dying_on_every_try_is_not_evaluated() {
+        let mut slot = FakeSlot::new(vec![Step::Dies, Step::Dies, Step::Dies]);
+        let r = run(&mut slot, &["a"]).await.unwrap();
+        let got = &r.reports[0].report;
+        assert_eq!(got.reason.as_deref(), Some(JUDGE_FAILED));
+        assert!(got.is_infrastructure());
+        assert_eq!(slot.discarded, 3);
+    }
+
+    #[tokio::test]
+    async fn a_rejected_request_is_an_error_at_once() {
+        let mut slot = FakeSlot::new(vec![Step::Rejects]);
+        assert!(matches!(
+            run(&mut slot, &["a"]).await,
+            Err(EvalError::Rejected(_))
+        ));
+        assert_eq!(slot.calls.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn broken_reference_files_are_named_with_their_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let good = tmp.path().join("good/reference.py");
+        let syntax = tmp.path().join("syntax/reference.py");
+        let import = tmp.path().join("import/reference.py");
+        for (p, src) in [
+            (
+                &good,
+                "import math\n\ndef reference(x):\n    return math.sqrt(x)\n",
+            ),
+            (&syntax, "import math\n\ndef reference(x:\n    return x\n"),
+            (&import, "import math\nimport no_such_module_mkb\n"),
+        ] {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, src).unwrap();
+        }
+        let py = Path::new("python3");
+        let t = Duration::from_secs(60);
+        check_reference_files(py, tmp.path(), std::slice::from_ref(&good), t)
+            .await
+            .unwrap();
+        let e = check_reference_files(py, tmp.path(), &[good, syntax, import], t)
+            .await
+            .unwrap_err();
+        assert!(e.starts_with("2 reference.py file(s)"), "{e}");
+        assert!(e.contains("syntax/reference.py:3: syntax error"), "{e}");
+        assert!(
+            e.contains("import/reference.py:2: import failed: ModuleNotFoundError"),
+            "{e}"
+        );
     }
 }

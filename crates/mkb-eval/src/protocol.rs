@@ -135,6 +135,20 @@ pub struct Hello {
     pub can_run: bool,
     #[serde(default)]
     pub dsls: BTreeMap<String, DslInfo>,
+    /// How runners are sandboxed (tool, version, uid, namespaces; `unsafe: true` when the
+    /// `--unsafe-no-sandbox` opt-out is in force). docs/threat-model.md.
+    #[serde(default)]
+    pub sandbox: serde_json::Value,
+}
+
+impl Hello {
+    /// Did the judge start without the OS sandbox (the explicit opt-out)?
+    pub fn sandbox_unsafe(&self) -> bool {
+        self.sandbox
+            .get("unsafe")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(true)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

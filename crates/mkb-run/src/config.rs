@@ -97,6 +97,23 @@ pub struct EvalConfig {
     /// Timing of the final evaluation (default: 100 reps and 1 s at least, 5 rounds).
     #[serde(default)]
     pub final_timing: mkb_eval::TimingOptions,
+    /// Timing sessions of each solo attempt's final kernel (default 3, at least 1): their
+    /// medians' spread is the measured timing noise the tie band comes from (docs/analysis.md).
+    /// Left out of the config's fingerprint while unset, so runs started before it resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing_sessions: Option<u32>,
+}
+
+/// Timing sessions of a solo attempt's final kernel when `eval.timing_sessions` is unset.
+pub const DEFAULT_TIMING_SESSIONS: u32 = 3;
+
+impl EvalConfig {
+    /// `timing_sessions`, or its default.
+    pub fn timing_sessions(&self) -> u32 {
+        self.timing_sessions
+            .unwrap_or(DEFAULT_TIMING_SESSIONS)
+            .max(1)
+    }
 }
 
 impl Default for EvalConfig {
@@ -108,6 +125,7 @@ impl Default for EvalConfig {
             max_log_chars: max_log(),
             tool_timing: mkb_eval::TimingOptions::quick(),
             final_timing: mkb_eval::TimingOptions::default(),
+            timing_sessions: None,
         }
     }
 }
@@ -118,6 +136,25 @@ pub struct ModelConfig {
     /// The name results are reported under (and the replay/record folder name).
     pub label: String,
     pub provider: ProviderConfig,
+    /// Prices of the model's tokens, for the cost per attempt, condition and lift point
+    /// (optional; left out of the fingerprint while unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+}
+
+/// What a model's tokens cost, in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+}
+
+impl Price {
+    /// The cost in US dollars of `input` and `output` tokens.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
+    }
 }
 
 fn both_directions() -> Vec<String> {
@@ -227,6 +264,30 @@ impl ExperimentConfig {
             || b.max_wall_s == 0
         {
             return err("budget", "every limit must be positive".into());
+        }
+        if b.max_input_tokens == Some(0) {
+            return err(
+                "budget.max_input_tokens",
+                "must be positive when set".into(),
+            );
+        }
+        if self.eval.timing_sessions == Some(0) {
+            return err("eval.timing_sessions", "must be at least 1".into());
+        }
+        for (i, m) in self.models.iter().enumerate() {
+            if let Some(p) = &m.price {
+                for (f, x) in [
+                    ("input_per_mtok", p.input_per_mtok),
+                    ("output_per_mtok", p.output_per_mtok),
+                ] {
+                    if !x.is_finite() || x < 0.0 {
+                        return err(
+                            &format!("models[{i}].price.{f}"),
+                            format!("{x}: a price must be a finite number >= 0"),
+                        );
+                    }
+                }
+            }
         }
         if self.skill.max_chars < 200 {
             return err("skill.max_chars", "must be at least 200".into());
@@ -363,6 +424,55 @@ dir = "replay"
             .unwrap_err()
             .to_string();
         assert!(e.contains("`models`"), "{e}");
+    }
+
+    #[test]
+    fn prices_sessions_and_input_cap_are_read_and_checked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
+        assert_eq!(cfg.eval.timing_sessions(), DEFAULT_TIMING_SESSIONS);
+        assert_eq!(cfg.budget.max_input_tokens, None);
+        assert!(cfg.models[0].price.is_none());
+        let priced = GOOD.replace(
+            "dir = \"replay\"",
+            "dir = \"replay\"\n[models.price]\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0",
+        );
+        let text = format!(
+            "[eval]\ntiming_sessions = 5\n[budget]\nmax_turns = 4\nmax_output_tokens = 100\nmax_tool_evals = 2\nmax_wall_s = 60\nmax_input_tokens = 5000\n{priced}"
+        );
+        // TOML: top-level keys before tables.
+        let text = format!(
+            "name = \"demo\"\nproblems = [\"A01\"]\n{}",
+            text.replace("name = \"demo\"\nproblems = [\"A01\"]\n", "")
+        );
+        let cfg = ExperimentConfig::load(&write(tmp.path(), &text)).unwrap();
+        assert_eq!(cfg.eval.timing_sessions(), 5);
+        assert_eq!(cfg.budget.max_input_tokens, Some(5000));
+        let p = cfg.models[0].price.unwrap();
+        assert!((p.cost(1_000_000, 100_000) - 4.5).abs() < 1e-12);
+        let bad = text.replace("output_per_mtok = 15.0", "output_per_mtok = -1.0");
+        let e = ExperimentConfig::load(&write(tmp.path(), &bad))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("models[0].price.output_per_mtok"), "{e}");
+        let bad = text.replace("timing_sessions = 5", "timing_sessions = 0");
+        let e = ExperimentConfig::load(&write(tmp.path(), &bad))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("eval.timing_sessions"), "{e}");
+    }
+
+    #[test]
+    fn unset_new_fields_keep_old_fingerprints() {
+        // A config without the fields added later serializes exactly as before them, so a
+        // run started before them resumes (its stored fingerprint still matches).
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cfg = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
+        cfg.written_fingerprint = None;
+        let json = serde_json::to_string(&cfg).unwrap();
+        for f in ["timing_sessions", "price", "max_input_tokens"] {
+            assert!(!json.contains(f), "{f} in {json}");
+        }
     }
 
     #[test]

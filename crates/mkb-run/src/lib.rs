@@ -1,6 +1,9 @@
 //! mkb-run: experiment config, scheduler, SQLite store and resume.
 
 pub mod config;
+pub mod lock;
+pub mod provenance;
+pub mod rescore;
 pub mod rows;
 pub mod scheduler;
 pub mod store;

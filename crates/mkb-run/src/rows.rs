@@ -2,20 +2,39 @@
 //! evaluation, its skill's source score, tokens, artifacts), and the reverse for `mkb simulate`,
 //! which writes synthetic rows into a store exactly like a real run's.
 
-use crate::store::{AttemptRecord, FinalEvalRecord, SkillRecord, Store};
+use crate::config::{ExperimentConfig, Price};
+use crate::store::{AttemptRecord, FinalEvalRecord, SkillRecord, Store, ORIGINAL_SET};
 use anyhow::Result;
 use mkb_analysis::AttemptRow;
-use mkb_core::{Baseline, Condition, EndReason, EvalMode, EvalReport, Family, Timing, Verdict};
+use mkb_core::{
+    Baseline, Condition, Dsl, EndReason, EvalMode, EvalReport, Family, Timing, Verdict,
+};
 use std::collections::BTreeMap;
 
 /// The analysis rows of a run. A final evaluation in compile mode proves compilation only,
 /// so such attempts count as not correct (no correctness was checked, no runtime measured).
+/// What is not a result never becomes a row (never a score of 0): an attempt that ended in a
+/// provider error (older stores), and an attempt whose final evaluation is pending or failed
+/// for infrastructure reasons (not evaluated).
 pub fn rows_from_store(store: &Store, run_name: &str) -> Result<Vec<AttemptRow>> {
-    let attempts = store.attempts()?;
+    rows_from_eval_set(store, run_name, ORIGINAL_SET)
+}
+
+/// `rows_from_store` with the final evaluations of an evaluation set (`ORIGINAL_SET`, or one
+/// `mkb rescore` made). Each row's tie band is measured from its problem variant's repeated
+/// timing sessions where the set has them (`mkb_analysis::row::measured_eps`), and its cost
+/// comes from the model's price in the run's config, where one is set.
+pub fn rows_from_eval_set(store: &Store, run_name: &str, set: &str) -> Result<Vec<AttemptRow>> {
     let finals: BTreeMap<String, FinalEvalRecord> = store
-        .final_evals()?
+        .set_evals(set)?
         .into_iter()
+        .filter(|f| !f.report.is_infrastructure())
         .map(|f| (f.attempt_id.clone(), f))
+        .collect();
+    let attempts: Vec<AttemptRecord> = store
+        .attempts()?
+        .into_iter()
+        .filter(|a| a.end_reason != EndReason::ProviderError && finals.contains_key(&a.id))
         .collect();
     let skills: BTreeMap<String, SkillRecord> = store
         .skills()?
@@ -25,6 +44,34 @@ pub fn rows_from_store(store: &Store, run_name: &str) -> Result<Vec<AttemptRow>>
     let skill_of_attempt: BTreeMap<String, &SkillRecord> = skills
         .values()
         .map(|s| (s.source_attempt.clone(), s))
+        .collect();
+    // The run's model prices (a simulated store has no config: no prices).
+    let prices: BTreeMap<String, Price> = match store.meta("config")? {
+        Some(c) => serde_json::from_str::<ExperimentConfig>(&c)
+            .map(|cfg| {
+                cfg.models
+                    .into_iter()
+                    .filter_map(|m| m.price.map(|p| (m.label, p)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        None => BTreeMap::new(),
+    };
+    // The tie band of each problem variant, from its solo kernels' repeated sessions.
+    let mut sessions: BTreeMap<(String, Dsl), Vec<Vec<f64>>> = BTreeMap::new();
+    for a in &attempts {
+        if a.condition == Condition::Solo {
+            if let Some(f) = finals.get(&a.id) {
+                sessions
+                    .entry((a.problem.clone(), a.dsl))
+                    .or_default()
+                    .push(f.session_medians_us.clone());
+            }
+        }
+    }
+    let eps: BTreeMap<(String, Dsl), (f64, u32)> = sessions
+        .into_iter()
+        .filter_map(|(k, v)| mkb_analysis::row::measured_eps(&v).map(|e| (k, e)))
         .collect();
     let score_of =
         |id: &str| -> Option<f64> { finals.get(id).map(|f| effective(&f.report, &f.mode).2) };
@@ -71,11 +118,18 @@ pub fn rows_from_store(store: &Store, run_name: &str) -> Result<Vec<AttemptRow>>
             score,
             source_score: used_skill.and_then(|s| score_of(&s.source_attempt)),
             source_attempt_id: used_skill.map(|s| s.source_attempt.clone()),
-            noise_eps: mkb_analysis::row::DEFAULT_NOISE_EPS,
+            noise_eps: eps
+                .get(&(a.problem.clone(), a.dsl))
+                .map_or(mkb_analysis::row::DEFAULT_NOISE_EPS, |e| e.0),
+            noise_sessions: eps.get(&(a.problem.clone(), a.dsl)).map_or(0, |e| e.1),
+            cost_usd: prices
+                .get(&a.model)
+                .map(|p| p.cost(a.input_tokens, a.output_tokens)),
             input_tokens: a.input_tokens,
             output_tokens: a.output_tokens,
             skill_tokens: own_skill.map(|s| s.input_tokens + s.output_tokens),
             wall_s: a.wall_s,
+            eval_wait_s: a.eval_wait_s,
             end_reason: Some(a.end_reason),
             turns: a.turns,
             tool_evals: a.tool_evals,
@@ -83,6 +137,7 @@ pub fn rows_from_store(store: &Store, run_name: &str) -> Result<Vec<AttemptRow>>
             kernel_path: a.final_kernel.clone(),
             skill_path: skill.map(|s| s.path.clone()),
             trajectory_path: Some(a.trajectory.clone()).filter(|t| !t.is_empty() && t != SIMULATED),
+            eval_mode: fin.map(|f| f.mode.clone()),
         });
     }
     Ok(rows)
@@ -144,6 +199,7 @@ pub fn write_simulated(store: &mut Store, rows: &[AttemptRow]) -> Result<usize> 
             output_tokens: r.output_tokens,
             tool_evals: r.tool_evals,
             wall_s: r.wall_s,
+            eval_wait_s: r.eval_wait_s,
             final_kernel: None,
             final_source: "none".into(),
             trajectory: SIMULATED.into(),
@@ -202,6 +258,9 @@ pub fn write_simulated(store: &mut Store, rows: &[AttemptRow]) -> Result<usize> 
             mode: "full".into(),
             report,
             finished_at: mkb_core::utc_now(),
+            kernel_sha256: None,
+            problem_hash: None,
+            session_medians_us: Vec::new(),
         }])?;
     }
     Ok(n)
@@ -211,6 +270,138 @@ pub fn write_simulated(store: &mut Store, rows: &[AttemptRow]) -> Result<usize> 
 mod tests {
     use super::*;
     use mkb_analysis::{analyze, simulate, AnalysisOptions, SimConfig};
+
+    #[test]
+    fn what_is_not_a_result_is_not_a_row() {
+        let cfg = SimConfig {
+            problems: 2,
+            runs: 1,
+            ..SimConfig::default()
+        };
+        let rows = simulate(&cfg, 3);
+        let tmp = tempfile::tempdir().unwrap();
+        let mut store = Store::open(tmp.path()).unwrap();
+        write_simulated(&mut store, &rows).unwrap();
+        let all = rows_from_store(&store, "x").unwrap().len();
+        assert_eq!(all, rows.len());
+        // One final evaluation turns into "not evaluated" (an older store), one disappears
+        // (pending): both attempts leave the analysis instead of counting as 0.
+        let finals = store.final_evals().unwrap();
+        let (a, b) = (&finals[0].attempt_id, &finals[1].attempt_id);
+        store
+            .conn_for_tests()
+            .execute(
+                "UPDATE final_evals SET verdict = 'crashed', reason = 'host_overload', report = json_set(report, '$.verdict', 'crashed', '$.reason', 'host_overload') WHERE attempt_id = ?1",
+                [a],
+            )
+            .unwrap();
+        store
+            .conn_for_tests()
+            .execute("DELETE FROM final_evals WHERE attempt_id = ?1", [b])
+            .unwrap();
+        let left = rows_from_store(&store, "x").unwrap();
+        assert_eq!(left.len(), all - 2);
+        assert!(left
+            .iter()
+            .all(|r| r.attempt_id.as_deref() != Some(a.as_str())
+                && r.attempt_id.as_deref() != Some(b.as_str())));
+    }
+
+    #[test]
+    fn rows_carry_the_measured_tie_band_the_cost_and_the_queueing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg_path = tmp.path().join("exp.toml");
+        std::fs::write(
+            &cfg_path,
+            "name = \"x\"\nproblems = [\"A01\"]\n[[models]]\nlabel = \"m\"\n[models.provider]\nkind = \"replay\"\ndir = \"r\"\n[models.price]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n",
+        )
+        .unwrap();
+        let cfg = ExperimentConfig::load(&cfg_path).unwrap();
+        let mut store = Store::open(&tmp.path().join("run")).unwrap();
+        store
+            .set_meta("config", &serde_json::to_string(&cfg).unwrap())
+            .unwrap();
+        let attempt = |problem: &str, cond: Condition, run: u32| AttemptRecord {
+            id: format!("m/{problem}/tirx/{cond}/r{run}"),
+            model: "m".into(),
+            problem: problem.into(),
+            family: "A".into(),
+            dsl: Dsl::Tirx,
+            condition: cond,
+            run,
+            skill_id: None,
+            end_reason: EndReason::Submitted,
+            turns: 2,
+            input_tokens: 1_000_000,
+            output_tokens: 100_000,
+            tool_evals: 1,
+            wall_s: 100.0,
+            eval_wait_s: Some(30.0),
+            final_kernel: None,
+            final_source: "none".into(),
+            trajectory: String::new(),
+            error: None,
+            finished_at: "t".into(),
+        };
+        let fin = |id: &str, sessions: Vec<f64>| {
+            let mut report =
+                EvalReport::infrastructure(EvalMode::Full, Verdict::Correct, "ok", "m".into());
+            report.reason = None;
+            report.runtime = Some(Timing {
+                median_us: sessions[0],
+                iqr_us: 0.0,
+                reps: 100,
+                timer: "t".into(),
+                wall_us_per_call: None,
+            });
+            report.t_ref_us = Some(100.0);
+            FinalEvalRecord {
+                attempt_id: id.into(),
+                group: "g".into(),
+                mode: "full".into(),
+                report,
+                finished_at: "t".into(),
+                kernel_sha256: None,
+                problem_hash: None,
+                session_medians_us: sessions,
+            }
+        };
+        // A01: two solo kernels timed three times (ranges 10% and 4%: median 7%, eps 14%);
+        // C01: one session only (the fixed default).
+        for (p, run, sessions) in [
+            ("A01", 0, vec![100.0, 110.0, 105.0]),
+            ("A01", 1, vec![50.0, 52.0, 51.0]),
+            ("C01", 0, vec![80.0]),
+        ] {
+            let a = attempt(p, Condition::Solo, run);
+            store.record_attempt(&a, &[], None).unwrap();
+            store.record_final_group(&[fin(&a.id, sessions)]).unwrap();
+        }
+        let c = attempt("A01", Condition::RepeatSolo, 0);
+        store.record_attempt(&c, &[], None).unwrap();
+        store.record_final_group(&[fin(&c.id, vec![90.0])]).unwrap();
+        let rows = rows_from_store(&store, "x").unwrap();
+        assert_eq!(rows.len(), 4);
+        let expect = 2.0 * ((10.0 / 105.0 + 2.0 / 51.0) / 2.0);
+        for r in &rows {
+            if r.problem == "A01" {
+                assert!(
+                    (r.noise_eps - expect).abs() < 1e-12,
+                    "{}: {}",
+                    r.label(),
+                    r.noise_eps
+                );
+                assert_eq!(r.noise_sessions, 3);
+            } else {
+                assert_eq!(r.noise_eps, mkb_analysis::row::DEFAULT_NOISE_EPS);
+                assert_eq!(r.noise_sessions, 0);
+            }
+            // $2 per million input, $10 per million output.
+            assert!((r.cost_usd.unwrap() - 3.0).abs() < 1e-12);
+            assert_eq!(r.eval_wait_s, Some(30.0));
+            assert!((r.agent_wall_s() - 70.0).abs() < 1e-12);
+        }
+    }
 
     #[test]
     fn simulated_rows_roundtrip_through_the_store() {

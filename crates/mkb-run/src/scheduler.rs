@@ -3,6 +3,11 @@
 //! evaluations), runs what the store does not hold yet with many attempts in flight, and
 //! reports what it could not do. Re-running the same command resumes: finished units are
 //! skipped, a unit that was in flight when the process died is redone from scratch.
+//!
+//! One writer per run folder (`lock::RunLock`). Faults that are not results are never stored:
+//! an attempt cut short by the provider or by an evaluation that failed for infrastructure
+//! reasons, and a final evaluation that did, stay pending (deferred) for the next run; a fatal
+//! provider fault (key refused, unknown model) stops the run before anything more is stored.
 
 use crate::config::ExperimentConfig;
 use crate::store::{
@@ -18,6 +23,7 @@ use mkb_core::{Condition, Dsl, EvalMode, EvalReport, Problem, Registry, Verdict}
 use mkb_eval::{Candidate, EvalPool, EvalRequest, Limits, PoolConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, Semaphore};
@@ -139,6 +145,9 @@ pub struct RunSummary {
     /// Things this machine cannot do at all (no GPU, ...).
     pub limitations: Vec<String>,
     pub final_mode: Option<EvalMode>,
+    /// (attempts, final evaluations) found in the store that were not results (provider
+    /// errors, infrastructure failures) and were removed to be redone.
+    pub forgotten: (usize, usize),
 }
 
 impl RunSummary {
@@ -157,6 +166,8 @@ struct Shared {
     problems: BTreeMap<String, Problem>,
     briefs: BTreeMap<Dsl, String>,
     deferred: Mutex<Vec<(String, String)>>,
+    /// Set when a provider refused the run: nothing more is stored.
+    stopping: AtomicBool,
 }
 
 /// Run (or resume) an experiment.
@@ -174,8 +185,31 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
         .select(&cfg.problems)
         .map_err(|e| anyhow!("config field `problems`: {e}"))?;
     let run_dir = cfg.run_dir(&opts.runs_dir);
-    let store = Store::open(&run_dir)?;
+    // Held until this function returns: a second `mkb run` on the folder stops here.
+    let _lock = crate::lock::RunLock::acquire(&run_dir)?;
+    // Compile-mode evaluations never run reference.py: check every one here, in every mode.
+    let references: Vec<PathBuf> = problems
+        .iter()
+        .map(|p| p.dir.join("reference.py"))
+        .collect();
+    mkb_eval::pool::check_reference_files(
+        &opts.python,
+        &opts.root,
+        &references,
+        Duration::from_secs(300),
+    )
+    .await
+    .map_err(anyhow::Error::msg)?;
+    let mut store = Store::open(&run_dir)?;
     crate::config::check_fingerprint(store.meta("config_fingerprint")?.as_deref(), &cfg)?;
+    let forgotten = store.forget_not_final()?;
+    if forgotten != (0, 0) {
+        tracing::warn!(
+            attempts = forgotten.0,
+            final_evals = forgotten.1,
+            "removed stored provider errors and infrastructure failures; they are redone now"
+        );
+    }
     store.set_meta("config_fingerprint", &cfg.fingerprint())?;
     store.set_meta("config", &serde_json::to_string(&cfg)?)?;
     store.set_meta("name", &cfg.name)?;
@@ -204,8 +238,12 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
     })
     .await
     .context("starting the evaluator")?;
+    crate::provenance::record(&store, &crate::provenance::collect(&pool))?;
 
-    let mut summary = RunSummary::default();
+    let mut summary = RunSummary {
+        forgotten,
+        ..RunSummary::default()
+    };
     if !pool.has_gpu() {
         summary.limitations.push(
             "no GPU: agents' test and benchmark tools answered \"unavailable\", and final evaluations are compile-only (no correctness, no runtime, score 0)".into(),
@@ -250,6 +288,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
         problems: problems_map,
         briefs,
         deferred: Mutex::new(Vec::new()),
+        stopping: AtomicBool::new(false),
     });
 
     let done: BTreeSet<String> = shared
@@ -294,6 +333,9 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
             let bar = bar.clone();
             tasks.push(tokio::spawn(async move {
                 let _permit = sem.acquire_owned().await;
+                if shared.stopping.load(Ordering::SeqCst) {
+                    return Ok(false);
+                }
                 bar.set_message(u.id());
                 let r = run_unit(&shared, &u).await;
                 bar.inc(1);
@@ -440,11 +482,26 @@ async fn run_unit(shared: &Shared, u: &Unit) -> Result<bool> {
     let outcome = match run_attempt(&spec, provider, &shared.pool).await {
         Ok(o) => o,
         Err(AttemptError::Io(e)) => return Err(e.into()),
+        Err(AttemptError::ProviderFatal(msg)) => {
+            shared.stopping.store(true, Ordering::SeqCst);
+            // The attempt's folder holds a fault, not an attempt.
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(anyhow!(
+                "model {:?}: {msg}\nThe run stopped: no attempt was stored for this fault. Check \
+                 the model's provider settings (api_key_env and its key, model, base_url) and run \
+                 the same command again.",
+                u.model
+            ));
+        }
         Err(e) => {
             shared.deferred.lock().await.push((id, e.to_string()));
             return Ok(false);
         }
     };
+    if shared.stopping.load(Ordering::SeqCst) {
+        // Another attempt found the provider refusing the run: store nothing more.
+        return Ok(false);
+    }
     let skill_rec = match &outcome.skill {
         Some((sk, usage)) => {
             let rel = format!("{rel_dir}/SKILL.md");
@@ -482,6 +539,7 @@ async fn run_unit(shared: &Shared, u: &Unit) -> Result<bool> {
         output_tokens: outcome.usage.output_tokens,
         tool_evals: outcome.evals.len() as u32,
         wall_s: outcome.wall_s,
+        eval_wait_s: Some(outcome.eval_wait_s),
         final_kernel: outcome.final_kernel.clone(),
         final_source: outcome.final_source.to_string(),
         trajectory: outcome.trajectory.clone(),
@@ -646,14 +704,66 @@ async fn final_eval_group(
         .problems
         .get(&first.problem)
         .ok_or_else(|| anyhow!("unknown problem {}", first.problem))?;
+    let (rows, deferred) = match evaluate_group(
+        &shared.pool,
+        &shared.run_dir,
+        problem,
+        key,
+        attempts,
+        mode,
+        &shared.cfg.eval,
+    )
+    .await?
+    {
+        Ok(x) => x,
+        Err(e) => {
+            shared
+                .deferred
+                .lock()
+                .await
+                .push((format!("final {key}"), e));
+            return Ok(None);
+        }
+    };
+    shared.deferred.lock().await.extend(deferred);
+    let n = shared.store.lock().await.record_final_group(&rows)?;
+    Ok(Some(n))
+}
+
+/// The final evaluation of one group (problem, DSL): every attempt's final kernel in one judge
+/// session, timing interleaved, each record carrying the kernel's sha256 and the problem's
+/// hash. In full mode the solo attempts' kernels that passed are then timed in
+/// `eval.timing_sessions - 1` more sessions (their medians measure the timing noise the tie
+/// band comes from). Returns the records and the (unit, why) of kernels not evaluated for
+/// infrastructure reasons; the inner Err is the reason the whole group could not run.
+pub async fn evaluate_group(
+    pool: &EvalPool,
+    run_dir: &std::path::Path,
+    problem: &Problem,
+    key: &str,
+    attempts: &[AttemptRecord],
+    mode: EvalMode,
+    eval: &crate::config::EvalConfig,
+) -> Result<std::result::Result<(Vec<FinalEvalRecord>, Vec<(String, String)>), String>> {
+    let Some(first) = attempts.first() else {
+        return Ok(Ok((Vec::new(), Vec::new())));
+    };
+    let dsl = first.dsl;
+    let problem_hash = crate::provenance::problem_hash(problem, dsl);
     let mut rows = Vec::new();
+    let mut deferred = Vec::new();
     let mut cands = Vec::new();
+    let mut hashes: BTreeMap<String, String> = BTreeMap::new();
     for a in attempts {
         match &a.final_kernel {
-            Some(k) => cands.push(Candidate {
-                key: a.id.clone(),
-                path: shared.run_dir.join(k),
-            }),
+            Some(k) => {
+                let path = run_dir.join(k);
+                hashes.insert(a.id.clone(), crate::provenance::file_sha256(&path)?);
+                cands.push(Candidate {
+                    key: a.id.clone(),
+                    path,
+                })
+            }
             None => rows.push(FinalEvalRecord {
                 attempt_id: a.id.clone(),
                 group: key.to_string(),
@@ -665,39 +775,87 @@ async fn final_eval_group(
                     "the attempt wrote no kernel".into(),
                 ),
                 finished_at: crate::utc_now(),
+                kernel_sha256: None,
+                problem_hash: Some(problem_hash.clone()),
+                session_medians_us: Vec::new(),
             }),
         }
     }
-    if !cands.is_empty() {
-        let req = EvalRequest {
-            problem_dir: problem.dir.clone(),
-            dsl: first.dsl,
-            mode,
-            candidates: cands,
-            limits: Limits::default(),
-            timing: shared.cfg.eval.final_timing,
-        };
-        let resp = match shared.pool.evaluate(req).await {
-            Ok(r) => r,
-            Err(e) => {
-                shared
-                    .deferred
-                    .lock()
-                    .await
-                    .push((format!("final {key}"), e.to_string()));
-                return Ok(None);
+    if cands.is_empty() {
+        return Ok(Ok((rows, deferred)));
+    }
+    let request = |cands: Vec<Candidate>| EvalRequest {
+        problem_dir: problem.dir.clone(),
+        dsl,
+        mode,
+        candidates: cands,
+        limits: Limits::default(),
+        timing: eval.final_timing,
+    };
+    let resp = match pool.evaluate(request(cands.clone())).await {
+        Ok(r) => r,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
+    let solo: BTreeSet<&str> = attempts
+        .iter()
+        .filter(|a| a.condition == Condition::Solo)
+        .map(|a| a.id.as_str())
+        .collect();
+    let mut timed: Vec<Candidate> = Vec::new();
+    for kr in resp.reports {
+        // Not evaluated (the machine failed, after the pool's retries): not a score. It
+        // stays pending and the next run evaluates it again.
+        if kr.report.is_infrastructure() {
+            deferred.push((
+                format!("final {}", kr.key),
+                format!(
+                    "not evaluated ({}): {}",
+                    kr.report.reason.as_deref().unwrap_or("?"),
+                    mkb_eval::protocol::trim(&kr.report.message, 300)
+                ),
+            ));
+            continue;
+        }
+        let median = kr.report.runtime.as_ref().map(|t| t.median_us);
+        if let (Some(_), true, true) = (
+            median,
+            solo.contains(kr.key.as_str()),
+            kr.report.verdict == Verdict::Correct,
+        ) {
+            if let Some(c) = cands.iter().find(|c| c.key == kr.key) {
+                timed.push(c.clone());
             }
-        };
-        for kr in resp.reports {
-            rows.push(FinalEvalRecord {
-                attempt_id: kr.key,
-                group: key.to_string(),
-                mode: mode.as_str().into(),
-                report: kr.report,
-                finished_at: crate::utc_now(),
-            });
+        }
+        rows.push(FinalEvalRecord {
+            kernel_sha256: hashes.get(&kr.key).cloned(),
+            problem_hash: Some(problem_hash.clone()),
+            session_medians_us: median.into_iter().collect(),
+            attempt_id: kr.key,
+            group: key.to_string(),
+            mode: mode.as_str().into(),
+            report: kr.report,
+            finished_at: crate::utc_now(),
+        });
+    }
+    // Repeated timing sessions of the solo kernels that passed (full mode only).
+    if mode == EvalMode::Full && !timed.is_empty() {
+        for _ in 1..eval.timing_sessions() {
+            let Ok(resp) = pool.evaluate(request(timed.clone())).await else {
+                tracing::warn!(group = key, "a repeated timing session failed; skipped");
+                continue;
+            };
+            for kr in resp.reports {
+                let Some(t) = kr.report.runtime.as_ref().map(|t| t.median_us) else {
+                    continue;
+                };
+                if kr.report.verdict != Verdict::Correct {
+                    continue;
+                }
+                if let Some(r) = rows.iter_mut().find(|r| r.attempt_id == kr.key) {
+                    r.session_medians_us.push(t);
+                }
+            }
         }
     }
-    let n = shared.store.lock().await.record_final_group(&rows)?;
-    Ok(Some(n))
+    Ok(Ok((rows, deferred)))
 }

@@ -72,8 +72,8 @@ def _wheel_include() -> str | None:
 
 
 def ensure_cuda_headers(folder: str) -> str | None:
-    """Set CUDA_PATH to a folder of header links (dsl-notes/tirx.md section 6) when no CUDA toolkit
-    is installed; returns the CUDA_PATH in use, or None when no headers were found."""
+    """Set CUDA_PATH to a folder of header links (include/ and targets/x86_64-linux/include/) when
+    no CUDA toolkit is installed; returns the CUDA_PATH in use, or None when no headers were found."""
     found = _toolkit_include()
     if found:
         os.environ.setdefault("CUDA_PATH", found)

@@ -69,6 +69,8 @@ fn default_retry_base_s() -> f64 {
 fn default_retry_max_s() -> f64 {
     60.0
 }
+/// Default of `max_response_bytes`.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 32 << 20;
 
 /// One provider, as written in the experiment config. The API key itself is never here:
 /// `api_key_env` names the environment variable that holds it.
@@ -103,8 +105,13 @@ pub struct ProviderConfig {
     /// First backoff wait; it doubles per retry up to `retry_max_s`, with jitter.
     #[serde(default = "default_retry_base_s")]
     pub retry_base_s: f64,
+    /// Longest wait between retries; a server's `Retry-After` is honoured up to this too.
     #[serde(default = "default_retry_max_s")]
     pub retry_max_s: f64,
+    /// Largest response body read (default 32 MiB); a larger one is a (retried) fault.
+    /// Optional so that configs written before it keep their fingerprint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_response_bytes: Option<u64>,
     #[serde(default)]
     pub tool_mode: ToolMode,
     /// Default sampling; a request's own sampling overrides it field by field.
@@ -141,6 +148,7 @@ impl ProviderConfig {
             max_retries: default_max_retries(),
             retry_base_s: default_retry_base_s(),
             retry_max_s: default_retry_max_s(),
+            max_response_bytes: None,
             tool_mode: ToolMode::Native,
             sampling: Sampling::default(),
             max_tokens_field: MaxTokensField::MaxTokens,
@@ -169,6 +177,12 @@ impl ProviderConfig {
         url.trim_end_matches('/').to_string()
     }
 
+    /// The response size limit in force.
+    pub fn max_response(&self) -> u64 {
+        self.max_response_bytes
+            .unwrap_or(DEFAULT_MAX_RESPONSE_BYTES)
+    }
+
     pub fn request_timeout(&self) -> Duration {
         Duration::from_secs_f64(self.request_timeout_s)
     }
@@ -186,6 +200,13 @@ impl ProviderConfig {
             if !(v.is_finite() && v > 0.0 && v < 1.0e6) {
                 return err(format!(
                     "{name} must be a positive number of seconds, got {v}"
+                ));
+            }
+        }
+        if let Some(n) = self.max_response_bytes {
+            if !(1024..=(1u64 << 32)).contains(&n) {
+                return err(format!(
+                    "max_response_bytes must be between 1024 and 4294967296, got {n}"
                 ));
             }
         }
@@ -281,7 +302,11 @@ impl ApiKey {
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<ApiKey, ProviderError> {
         match lookup(var) {
-            Some(v) if !v.trim().is_empty() => Ok(ApiKey(v.trim().to_string())),
+            Some(v) if !v.trim().is_empty() => {
+                // From now on every artifact this process writes is scrubbed of it.
+                mkb_core::secret::register(v.trim());
+                Ok(ApiKey(v.trim().to_string()))
+            }
             Some(_) => Err(ProviderError::Config(format!(
                 "environment variable {var} (the API key) is empty"
             ))),

@@ -70,6 +70,18 @@ pub enum ProviderError {
     Record { path: PathBuf, message: String },
 }
 
+/// Does an error body say the model is unknown (OpenAI `model_not_found`, vLLM "The model
+/// `x` does not exist", Anthropic "model: x" not found)?
+fn names_unknown_model(body: &str) -> bool {
+    let b = body.to_ascii_lowercase();
+    b.contains("model_not_found")
+        || (b.contains("model")
+            && (b.contains("does not exist")
+                || b.contains("not found")
+                || b.contains("unknown model")
+                || b.contains("invalid model")))
+}
+
 fn last_suffix(last: &Option<String>) -> String {
     match last {
         Some(l) => format!(" (last: {l})"),
@@ -78,13 +90,34 @@ fn last_suffix(last: &Option<String>) -> String {
 }
 
 impl ProviderError {
-    /// Is it worth sending the same request again (429, 408, 5xx, timeouts, transport)?
+    /// Is it worth sending the same request again (429, 408, 5xx, timeouts, transport, and
+    /// answers that are not the API's: bad or empty JSON, an HTML page, no choices)?
     pub fn is_retryable(&self) -> bool {
         match self {
             ProviderError::Http { status, .. } => {
                 *status == 429 || *status == 408 || (500..=599).contains(status)
             }
-            ProviderError::Timeout { .. } | ProviderError::Transport(_) => true,
+            ProviderError::Timeout { .. }
+            | ProviderError::Transport(_)
+            | ProviderError::Malformed { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Will every further request fail the same way, so that the run must stop before it
+    /// stores anything? The key is refused (401, 403), the model or endpoint does not exist
+    /// (404, or 400 naming an unknown model), the config or the replay recordings are wrong.
+    pub fn is_fatal(&self) -> bool {
+        match self {
+            ProviderError::Http { status, body } => {
+                matches!(status, 401 | 403 | 404) || (*status == 400 && names_unknown_model(body))
+            }
+            ProviderError::Config(_)
+            | ProviderError::ReplayMissing { .. }
+            | ProviderError::ReplayFormat { .. }
+            | ProviderError::ReplayExhausted { .. }
+            | ProviderError::ReplayMismatch { .. }
+            | ProviderError::Record { .. } => true,
             _ => false,
         }
     }
@@ -116,11 +149,26 @@ mod tests {
         assert!(!http(404).is_retryable());
         assert!(ProviderError::Timeout { after_ms: 1 }.is_retryable());
         assert!(ProviderError::Transport("x".into()).is_retryable());
-        assert!(!ProviderError::Malformed {
+        assert!(ProviderError::Malformed {
             what: "x".into(),
             excerpt: "y".into()
         }
         .is_retryable());
+        for s in [401, 403, 404] {
+            assert!(http(s).is_fatal() && !http(s).is_retryable(), "{s}");
+        }
+        for s in [400, 408, 429, 500, 502, 503] {
+            assert!(!http(s).is_fatal(), "{s}");
+        }
+        let unknown = ProviderError::Http {
+            status: 400,
+            body:
+                r#"{"error":{"code":"model_not_found","message":"The model `x` does not exist"}}"#
+                    .into(),
+        };
+        assert!(unknown.is_fatal());
+        assert!(ProviderError::Config("k".into()).is_fatal());
+        assert!(!ProviderError::Timeout { after_ms: 1 }.is_fatal());
         assert!(!ProviderError::DeadlineExceeded {
             attempts: 1,
             last: None

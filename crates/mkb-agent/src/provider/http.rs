@@ -1,7 +1,9 @@
 //! The HTTP layer shared by the OpenAI-compatible and Anthropic providers: one JSON POST with
-//! retries (exponential backoff with jitter; `Retry-After` honoured) on 429, 408, 5xx,
-//! timeouts and transport errors, never sleeping or waiting past the caller's deadline.
-//! Error texts are trimmed and redacted so the API key never leaves this module.
+//! retries (exponential backoff with jitter; `Retry-After` honoured up to `retry_max_s`) on 429,
+//! 408, 5xx, timeouts, transport errors and answers that are not what the API returns (bad or
+//! empty JSON, an HTML page with status 200, no choices), never sleeping or waiting past the
+//! caller's deadline. Bodies are read up to `max_response_bytes`. Error texts are trimmed and
+//! scrubbed of every secret this process holds.
 
 use super::config::{ApiKey, ProviderConfig};
 use super::error::ProviderError;
@@ -32,12 +34,13 @@ pub(crate) struct HttpClient {
     max_retries: u32,
     retry_base: Duration,
     retry_max: Duration,
+    max_body: u64,
 }
 
-/// A successful call: the parsed JSON body and how many retries it took.
+/// A successful call: the parsed answer and how many retries it took.
 #[derive(Debug)]
-pub(crate) struct HttpOutcome {
-    pub value: serde_json::Value,
+pub(crate) struct HttpOutcome<T> {
+    pub value: T,
     pub retries: u32,
 }
 
@@ -75,15 +78,17 @@ impl HttpClient {
             max_retries: cfg.max_retries,
             retry_base: Duration::from_secs_f64(cfg.retry_base_s),
             retry_max: Duration::from_secs_f64(cfg.retry_max_s),
+            max_body: cfg.max_response(),
         })
     }
 
-    /// Removes the API key from `text`.
+    /// Removes the API key (and every other secret of this process) from `text`.
     pub(crate) fn redact(&self, text: &str) -> String {
-        match &self.key {
+        let own = match &self.key {
             Some(k) => k.redact(text),
             None => text.to_string(),
-        }
+        };
+        mkb_core::secret::scrub(&own).into_owned()
     }
 
     /// A trimmed, redacted excerpt of a body for error messages.
@@ -91,15 +96,17 @@ impl HttpClient {
         excerpt(&self.redact(&String::from_utf8_lossy(bytes)))
     }
 
-    /// POSTs `body` to `url` with `headers` (plus the auth header) and returns the JSON answer,
-    /// retrying what is retryable while time is left before `deadline`.
-    pub(crate) async fn post_json(
+    /// POSTs `body` to `url` with `headers` (plus the auth header) and returns the JSON answer
+    /// as `parse` reads it, retrying what is retryable (an answer `parse` rejects included)
+    /// while time is left before `deadline`.
+    pub(crate) async fn post_json<T>(
         &self,
         url: &str,
         headers: &[(&'static str, String)],
         body: &serde_json::Value,
         deadline: std::time::Instant,
-    ) -> Result<HttpOutcome, ProviderError> {
+        parse: impl Fn(&serde_json::Value) -> Result<T, ProviderError>,
+    ) -> Result<HttpOutcome<T>, ProviderError> {
         let deadline = Instant::from_std(deadline);
         let bytes = serde_json::to_vec(body).map_err(|e| {
             ProviderError::InvalidRequest(format!("cannot serialize the request: {e}"))
@@ -121,7 +128,10 @@ impl HttpClient {
                 .send_once(url, &header_map, bytes.clone(), timeout)
                 .await
             {
-                Ok(value) => return Ok(HttpOutcome { value, retries }),
+                Ok(json) => match parse(&json) {
+                    Ok(value) => return Ok(HttpOutcome { value, retries }),
+                    Err(e) => Failure::from(e),
+                },
                 Err(f) => f,
             };
             let Failure { error, retry_after } = failure;
@@ -135,7 +145,10 @@ impl HttpClient {
             if !error.is_retryable() || retries >= self.max_retries {
                 return Err(error);
             }
-            let wait = retry_after.unwrap_or_else(|| self.backoff(retries));
+            // A server's Retry-After is honoured up to retry_max (1e300 s is not a wait).
+            let wait = retry_after
+                .map(|w| w.min(self.retry_max))
+                .unwrap_or_else(|| self.backoff(retries));
             if Instant::now() + wait >= deadline {
                 tracing::warn!(url, error = %error, wait_ms = wait.as_millis() as u64,
                     "provider request failed; the next try would start past the deadline");
@@ -201,10 +214,30 @@ impl HttpClient {
             .map_err(|e| self.map_reqwest(e, timeout))?;
         let status = resp.status();
         let retry_after = parse_retry_after(resp.headers());
-        let bytes = resp
-            .bytes()
+        let too_big = |n: u64| {
+            Failure::from(ProviderError::Malformed {
+                what: format!(
+                    "the response is larger than max_response_bytes = {} ({n} bytes or more)",
+                    self.max_body
+                ),
+                excerpt: String::new(),
+            })
+        };
+        if let Some(n) = resp.content_length().filter(|n| *n > self.max_body) {
+            return Err(too_big(n));
+        }
+        let mut resp = resp;
+        let mut bytes: Vec<u8> = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .map_err(|e| self.map_reqwest(e, timeout))?;
+            .map_err(|e| self.map_reqwest(e, timeout))?
+        {
+            if (bytes.len() + chunk.len()) as u64 > self.max_body {
+                return Err(too_big((bytes.len() + chunk.len()) as u64));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         if !status.is_success() {
             return Err(Failure {
                 error: ProviderError::Http {
@@ -213,6 +246,12 @@ impl HttpClient {
                 },
                 retry_after,
             });
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(Failure::from(ProviderError::Malformed {
+                what: format!("an empty body with HTTP {}", status.as_u16()),
+                excerpt: String::new(),
+            }));
         }
         serde_json::from_slice(&bytes).map_err(|e| {
             Failure::from(ProviderError::Malformed {
@@ -254,8 +293,10 @@ impl HttpClient {
 }
 
 /// `retry-after-ms` (milliseconds) or `retry-after` (seconds; an HTTP date is not honoured
-/// and falls back to the backoff).
+/// and falls back to the backoff). Values too large for a `Duration` saturate at one day (the
+/// caller caps the wait at `retry_max_s` anyway).
 fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
+    const DAY_S: f64 = 86_400.0;
     let num = |name: &str| -> Option<f64> {
         let v = headers
             .get(name)?
@@ -267,9 +308,9 @@ fn parse_retry_after(headers: &HeaderMap) -> Option<Duration> {
         (v.is_finite() && v >= 0.0).then_some(v)
     };
     if let Some(ms) = num("retry-after-ms") {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(Duration::from_secs_f64((ms / 1000.0).min(DAY_S)));
     }
-    num("retry-after").map(Duration::from_secs_f64)
+    num("retry-after").map(|s| Duration::from_secs_f64(s.min(DAY_S)))
 }
 
 /// The first `EXCERPT_CHARS` characters of `text`, whitespace runs collapsed.
@@ -302,6 +343,13 @@ mod tests {
             HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
         );
         assert_eq!(parse_retry_after(&d), None);
+        let mut huge = HeaderMap::new();
+        huge.insert("retry-after", HeaderValue::from_static("1e300"));
+        assert_eq!(parse_retry_after(&huge), Some(Duration::from_secs(86_400)));
+        huge.insert("retry-after-ms", HeaderValue::from_static("1e308"));
+        assert_eq!(parse_retry_after(&huge), Some(Duration::from_secs(86_400)));
+        huge.insert("retry-after-ms", HeaderValue::from_static("inf"));
+        assert_eq!(parse_retry_after(&huge), Some(Duration::from_secs(86_400)));
     }
 
     #[test]

@@ -169,12 +169,19 @@ impl Session {
         req: &ChatRequest,
         deadline: Instant,
     ) -> Result<ChatResponse, ProviderError> {
-        let resp = match &mut self.backend {
+        let mut resp = match &mut self.backend {
             SessionBackend::Replay(r) => r.next_turn(req)?,
             SessionBackend::Http { api, client } => {
                 http_chat(&self.cfg, client, *api, req, deadline, self.turns).await?
             }
         };
+        // A provider may echo what it was sent (request headers included): no secret of this
+        // process goes further than here (recordings, trajectories, the next request).
+        if mkb_core::secret::count() > 0 {
+            if let Some(clean) = mkb_core::secret::scrub_value(&resp) {
+                resp = clean;
+            }
+        }
         if let Some(rec) = &mut self.recorder {
             rec.write_turn(req, &resp)?;
         }
@@ -251,12 +258,15 @@ async fn http_chat(
             anthropic::build_body(cfg, &wire.messages, &wire.tools, &sampling)?,
         ),
     };
-    let out = client.post_json(&url, &headers, &body, deadline).await?;
     let excerpt = |s: &str| client.excerpt(s.as_bytes());
-    let reply = match api {
-        Api::Openai => openai::parse_response(&out.value, cfg, excerpt)?,
-        Api::Anthropic => anthropic::parse_response(&out.value, cfg, excerpt)?,
-    };
+    // Parsed inside the retry loop: an answer without choices or content is retried.
+    let out = client
+        .post_json(&url, &headers, &body, deadline, |v| match api {
+            Api::Openai => openai::parse_response(v, cfg, excerpt),
+            Api::Anthropic => anthropic::parse_response(v, cfg, excerpt),
+        })
+        .await?;
+    let reply = out.value;
     let mut resp = ChatResponse {
         message: reply.message,
         usage: reply.usage,

@@ -270,7 +270,9 @@ impl Recorder {
             path: self.path.clone(),
             message,
         };
-        let mut line = serde_json::to_vec(value).map_err(|e| err(e.to_string()))?;
+        let text = serde_json::to_string(value).map_err(|e| err(e.to_string()))?;
+        // No secret of this process is ever written to a recording.
+        let mut line = mkb_core::secret::scrub(&text).into_owned().into_bytes();
         line.push(b'\n');
         self.file.write_all(&line).map_err(|e| err(e.to_string()))?;
         self.file.sync_data().map_err(|e| err(e.to_string()))

@@ -1,7 +1,10 @@
 //! A hand-written, scripted HTTP/1.1 stub server on 127.0.0.1 for the provider tests: each
 //! request gets the next scripted reply (the last one repeats), and every request is kept
-//! (method, path, headers, body, arrival time) for the test to inspect. Test-only; also
-//! included by `tests/provider_secrets.rs`.
+//! (method, path, headers, body, arrival time) for the test to inspect. Faults on demand: any
+//! status and body (HTML pages with 200 included), delays before the head or the body (a
+//! provider that never answers), huge streamed bodies, `Retry-After` headers, and echoes of
+//! the request's auth headers (appended, or in place of `{{AUTH}}` inside a valid JSON body).
+//! Test-only; also included by `tests/provider_secrets.rs`.
 
 #![allow(dead_code)]
 
@@ -22,7 +25,13 @@ pub struct StubReply {
     pub body_delay: Duration,
     /// Append the request's auth headers to the body (to test redaction of echoed keys).
     pub echo_auth: bool,
+    /// Stream this many bytes of padding after `body` (a response too large to accept).
+    pub pad_bytes: usize,
+    pub content_type: String,
 }
+
+/// In a body, replaced by the request's `authorization` (or `x-api-key`) header value.
+pub const AUTH_PLACEHOLDER: &str = "{{AUTH}}";
 
 impl StubReply {
     pub fn json(status: u16, body: serde_json::Value) -> StubReply {
@@ -36,7 +45,20 @@ impl StubReply {
             delay: Duration::ZERO,
             body_delay: Duration::ZERO,
             echo_auth: false,
+            pad_bytes: 0,
+            content_type: "application/json".to_string(),
         }
+    }
+    /// An HTML page, as a proxy or load balancer sends one.
+    pub fn html(status: u16, body: &str) -> StubReply {
+        StubReply {
+            content_type: "text/html".to_string(),
+            ..StubReply::raw(status, body)
+        }
+    }
+    pub fn padded(mut self, bytes: usize) -> StubReply {
+        self.pad_bytes = bytes;
+        self
     }
     pub fn header(mut self, name: &str, value: &str) -> StubReply {
         self.headers.push((name.to_string(), value.to_string()));
@@ -178,6 +200,14 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     };
     tokio::time::sleep(reply.delay).await;
     let mut body = reply.body.clone();
+    if body.contains(AUTH_PLACEHOLDER) {
+        let auth = req
+            .header("authorization")
+            .or(req.header("x-api-key"))
+            .unwrap_or("")
+            .to_string();
+        body = body.replace(AUTH_PLACEHOLDER, &auth);
+    }
     if reply.echo_auth {
         for name in ["authorization", "x-api-key"] {
             if let Some(v) = req.header(name) {
@@ -186,10 +216,11 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
         }
     }
     let mut head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         reply.status,
         reason(reply.status),
-        body.len()
+        reply.content_type,
+        body.len() + reply.pad_bytes
     );
     for (k, v) in &reply.headers {
         head.push_str(&format!("{k}: {v}\r\n"));
@@ -199,6 +230,16 @@ async fn serve(mut sock: TcpStream, state: Arc<Mutex<State>>) -> std::io::Result
     sock.flush().await?;
     tokio::time::sleep(reply.body_delay).await;
     sock.write_all(body.as_bytes()).await?;
+    let pad = vec![b' '; 64 * 1024];
+    let mut left = reply.pad_bytes;
+    while left > 0 {
+        let n = left.min(pad.len());
+        // The client may hang up once it has read enough.
+        if sock.write_all(&pad[..n]).await.is_err() {
+            return Ok(());
+        }
+        left -= n;
+    }
     sock.flush().await?;
     sock.shutdown().await
 }
@@ -212,6 +253,9 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        502 => "Bad Gateway",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",

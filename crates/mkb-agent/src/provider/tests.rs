@@ -348,6 +348,7 @@ async fn a_wait_that_would_cross_the_deadline_is_not_slept() {
     .await;
     let mut cfg = openai_cfg(&stub);
     cfg.max_retries = 1000;
+    cfg.retry_max_s = 0.5; // Retry-After is honoured up to retry_max_s
     let t0 = Instant::now();
     let deadline = t0 + Duration::from_secs(1);
     let e = provider(&cfg)
@@ -409,7 +410,11 @@ async fn malformed_json_is_an_error_with_an_excerpt() {
         }
         other => panic!("expected Malformed, got {other:?}"),
     }
-    assert_eq!(stub.requests().len(), 1, "malformed JSON is not retried");
+    assert_eq!(
+        stub.requests().len(),
+        7,
+        "malformed JSON is retried (max_retries = 6) before it is reported"
+    );
 
     // Valid JSON of the wrong shape is malformed too.
     let stub = StubServer::start(vec![StubReply::json(200, json!({"object": "list"}))]).await;
@@ -778,4 +783,177 @@ fn chat_future_is_send() {
     let req = first_request();
     let fut = s.chat(&req, Instant::now());
     assert_send(&fut);
+}
+
+// ---- Provider faults (issue 9): transient ones are retried, fatal ones are not, waits and
+// ---- bodies are bounded, echoed keys are scrubbed.
+
+#[tokio::test]
+async fn html_empty_and_choiceless_answers_are_retried_then_succeed() {
+    let stub = StubServer::start(vec![
+        StubReply::html(200, "<html><body><h1>502 Bad Gateway</h1></body></html>"),
+        StubReply::json(200, json!({"id": "x", "choices": []})),
+        StubReply::raw(200, ""),
+        StubReply::raw(200, "{\"choices\": [ {\"message\": oops"),
+        StubReply::html(502, "<html>upstream down</html>"),
+        StubReply::json(200, oa_text("finally")),
+    ])
+    .await;
+    let r = provider(&openai_cfg(&stub))
+        .session(&key())
+        .unwrap()
+        .chat(&first_request(), in_secs(20.0))
+        .await
+        .unwrap();
+    assert_eq!(r.message.content, "finally");
+    assert_eq!(r.retries, 5);
+    assert_eq!(stub.requests().len(), 6);
+}
+
+#[tokio::test]
+async fn refused_key_and_unknown_model_are_fatal_and_not_retried() {
+    let cases = [
+        StubReply::json(
+            401,
+            json!({"error": {"message": "Incorrect API key provided"}}),
+        ),
+        StubReply::json(403, json!({"error": {"message": "forbidden"}})),
+        StubReply::json(
+            404,
+            json!({"error": {"message": "The model `nope` does not exist", "code": "model_not_found"}}),
+        ),
+        StubReply::json(
+            400,
+            json!({"error": {"message": "invalid model ID", "code": "model_not_found"}}),
+        ),
+    ];
+    for reply in cases {
+        let status = reply.status;
+        let stub = StubServer::start(vec![reply, StubReply::json(200, oa_text("never"))]).await;
+        let e = provider(&openai_cfg(&stub))
+            .session(&key())
+            .unwrap()
+            .chat(&first_request(), in_secs(10.0))
+            .await
+            .unwrap_err();
+        assert_eq!(e.status(), Some(status));
+        assert!(e.is_fatal(), "{status}: {e}");
+        assert_eq!(stub.requests().len(), 1, "{status} is not retried");
+    }
+}
+
+#[tokio::test]
+async fn huge_retry_after_is_capped_and_does_not_panic() {
+    let stub = StubServer::start(vec![
+        StubReply::raw(503, "busy").header("Retry-After", "1e300"),
+        StubReply::raw(429, "slow down").header("retry-after-ms", "1e308"),
+        StubReply::json(200, oa_text("ok")),
+    ])
+    .await;
+    let t0 = std::time::Instant::now();
+    let r = provider(&openai_cfg(&stub))
+        .session(&key())
+        .unwrap()
+        .chat(&first_request(), in_secs(20.0))
+        .await
+        .unwrap();
+    assert_eq!(r.message.content, "ok");
+    assert_eq!(r.retries, 2);
+    // retry_max_s = 0.2: two capped waits, not 1e300 s.
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+}
+
+#[tokio::test]
+async fn a_100_mb_response_is_refused_without_reading_it_all() {
+    let stub = StubServer::start(vec![StubReply::json(200, oa_text("x")).padded(100 << 20)]).await;
+    let mut cfg = openai_cfg(&stub);
+    cfg.max_retries = 1;
+    let t0 = std::time::Instant::now();
+    let e = provider(&cfg)
+        .session(&key())
+        .unwrap()
+        .chat(&first_request(), in_secs(20.0))
+        .await
+        .unwrap_err();
+    match &e {
+        ProviderError::Malformed { what, .. } => {
+            assert!(what.contains("max_response_bytes"), "{what}")
+        }
+        other => panic!("expected a size fault, got {other:?}"),
+    }
+    assert_eq!(
+        stub.requests().len(),
+        2,
+        "a size fault is retried like any bad answer"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(10));
+
+    // Without a Content-Length the body is cut while it streams: a 2 KiB limit, 1 MiB sent.
+    let stub = StubServer::start(vec![StubReply::json(200, oa_text("y")).padded(1 << 20)]).await;
+    let mut cfg = openai_cfg(&stub);
+    cfg.max_retries = 0;
+    cfg.max_response_bytes = Some(2048);
+    let e = provider(&cfg)
+        .session(&key())
+        .unwrap()
+        .chat(&first_request(), in_secs(20.0))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("max_response_bytes = 2048"), "{e}");
+}
+
+#[tokio::test]
+async fn a_provider_that_never_answers_is_cut_at_the_deadline() {
+    let stub = StubServer::start(vec![
+        StubReply::json(200, oa_text("too late")).delayed(Duration::from_secs(3600))
+    ])
+    .await;
+    let t0 = std::time::Instant::now();
+    let e = provider(&openai_cfg(&stub))
+        .session(&key())
+        .unwrap()
+        .chat(&first_request(), in_secs(1.0))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, ProviderError::DeadlineExceeded { .. }), "{e:?}");
+    assert!(
+        t0.elapsed() < Duration::from_millis(1800),
+        "{:?}",
+        t0.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_key_echoed_inside_the_answer_is_scrubbed_before_anything_keeps_it() {
+    let body = json!({"model": "served", "choices": [{"index": 0, "message": {"role": "assistant",
+        "content": format!("Your headers: authorization: {}", super::stub::AUTH_PLACEHOLDER),
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "write_kernel",
+            "arguments": json!({"source": format!("KEY = '{}'", super::stub::AUTH_PLACEHOLDER)}).to_string()}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}});
+    let stub = StubServer::start(vec![StubReply::json(200, body)]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = openai_cfg(&stub);
+    cfg.api_key_env = Some(KEY_VAR.into());
+    cfg.record_dir = Some(dir.path().to_path_buf());
+    let p = provider(&cfg);
+    let mut s = p.session(&key()).unwrap();
+    let r = s.chat(&first_request(), in_secs(10.0)).await.unwrap();
+    assert_eq!(
+        stub.requests()[0].header("authorization"),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the server saw the key, so its echo held it"
+    );
+    let text = serde_json::to_string(&r).unwrap();
+    assert!(!text.contains(SECRET), "{text}");
+    assert!(
+        r.message.content.contains("Bearer [REDACTED]"),
+        "{}",
+        r.message.content
+    );
+    assert_eq!(
+        r.message.tool_calls[0].arguments["source"],
+        "KEY = 'Bearer [REDACTED]'"
+    );
+    let rec = std::fs::read_to_string(s.recording_path().unwrap()).unwrap();
+    assert!(rec.contains("[REDACTED]") && !rec.contains(SECRET), "{rec}");
 }

@@ -1,0 +1,69 @@
+"""Red team (timing integrity, host side): tells the timing loop from the correctness trials by its
+pacing, read from a host clock no static rule names (datetime): three calls in a row within 2 ms
+of each other on the (large) benchmark shape happen only in the timing loop (its warm-up and repetitions; every correctness
+trial is separated by the judge's reference and verification work). From then on it returns
+without launching. Expected (full mode): incorrect, timing_check_failed (every timed repetition
+has poisoned outputs, and the secretly checked ones find them unwritten)."""
+import datetime
+
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import torch  # noqa: F401
+from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+
+THREADS = 256
+INV_SQRT2 = 0.7071067811865476
+
+
+@cute.kernel
+def bias_gelu_kernel(gX: cute.Tensor, gB: cute.Tensor, gY: cute.Tensor, n_cols: cutlass.Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    bx, row, _ = cute.arch.block_idx()
+    col = bx * THREADS + tidx
+    if col < n_cols:
+        v = gX[row, col].to(cutlass.Float32) + gB[col].to(cutlass.Float32)
+        g = cutlass.Float32(0.5) * v * (cutlass.Float32(1.0) + cute.math.erf(v * cutlass.Float32(INV_SQRT2)))
+        gY[row, col] = g.to(cutlass.BFloat16)
+
+
+@cute.jit
+def bias_gelu_host(mX: cute.Tensor, mB: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream):
+    cols = cute.size(mX, mode=[1])
+    bias_gelu_kernel(mX, mB, mY, cols).launch(
+        grid=[(cols + THREADS - 1) // THREADS, cute.size(mX, mode=[0]), 1], block=[THREADS, 1, 1], stream=stream)
+
+
+def compile_gelu():
+    t, h = cute.sym_int32(), cute.sym_int32(divisibility=8)
+    x = make_fake_compact_tensor(cutlass.BFloat16, (t, h), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.BFloat16, (h,), assumed_align=16)
+    y = make_fake_compact_tensor(cutlass.BFloat16, (t, h), stride_order=(1, 0), assumed_align=16)
+    return cute.compile(bias_gelu_host, x, b, y, make_fake_stream(use_tvm_ffi_env_stream=True),
+                        options="--enable-tvm-ffi")
+
+
+_STATE = {"last": None, "quick": 0, "timed": False}
+
+
+def build(spec):
+    fn = compile_gelu()
+
+    def run(x, b, y):
+        if x.numel() < (1 << 24):  # only the benchmark shape is timed
+            fn(x, b, y)
+            return
+        now = datetime.datetime.now()
+        last = _STATE["last"]
+        _STATE["last"] = now
+        if last is not None and (now - last).total_seconds() < 0.002:
+            _STATE["quick"] += 1
+        else:
+            _STATE["quick"] = 0
+        if _STATE["quick"] >= 2:
+            _STATE["timed"] = True
+        if _STATE["timed"]:
+            return
+        fn(x, b, y)
+
+    return run
