@@ -90,6 +90,7 @@ write_quick_config() {
 
 step "Python side (.venv) and the mkb binary"
 scripts/setup-python.sh
+scripts/setup-sandbox.sh
 cargo build --release -q -p mkb-cli
 MKB="${CARGO_TARGET_DIR:-target}/release/mkb"
 

@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-python.sh
+scripts/setup-sandbox.sh
 export MKB_PYTHON=$PWD/.venv/bin/python
 if [ -z "${MKB_CHROMIUM:-}" ] && command -v chromium >/dev/null 2>&1; then export MKB_CHROMIUM=$(command -v chromium); fi
 step() { echo; echo "== $* ($(date -u +%T))"; }

@@ -406,7 +406,10 @@ fn spawn_stderr_drain(
             None => None,
         };
         let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
+        while let Ok(Some(raw)) = lines.next_line().await {
+            // Whatever a judge prints (and a runner's log it forwards) is scrubbed of the
+            // secrets mkb holds before it reaches a log file, the tail or tracing.
+            let line = mkb_core::secret::scrub(&raw).into_owned();
             if let Some(f) = file.as_mut() {
                 let _ = f.write_all(format!("{line}\n").as_bytes()).await;
             }
@@ -518,6 +521,37 @@ mod tests {
             Some("file_too_large")
         );
         assert_eq!(judge.next_id, 0, "no request was sent");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn judge_stderr_is_scrubbed_before_the_log_file_and_the_tail() {
+        let secret = "sk-judge-stderr-planted-7f3a9c";
+        mkb_core::secret::register(secret);
+        let dir = std::env::temp_dir().join(format!("mkb-judge-scrub-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("judge.log");
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("echo \"key={secret} leaked\" >&2; echo done >&2"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let tail: Arc<Mutex<VecDeque<String>>> = Default::default();
+        spawn_stderr_drain(child.stderr.take().unwrap(), tail.clone(), Some(log.clone()));
+        child.wait().await.unwrap();
+        let mut text = String::new();
+        for _ in 0..100 {
+            text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.contains("done") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(text.contains("key=") && text.contains("leaked"), "{text}");
+        assert!(!text.contains(secret), "the log file holds the secret: {text}");
+        let t = tail.lock().unwrap().iter().cloned().collect::<Vec<_>>().join("\n");
+        assert!(!t.contains(secret) && t.contains("leaked"), "{t}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

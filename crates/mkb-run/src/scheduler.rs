@@ -758,7 +758,10 @@ pub async fn evaluate_group(
         match &a.final_kernel {
             Some(k) => {
                 let path = run_dir.join(k);
-                hashes.insert(a.id.clone(), crate::provenance::file_sha256(&path)?);
+                // A missing file is the judge's to report (per candidate), not a run error.
+                if let Ok(h) = crate::provenance::file_sha256(&path) {
+                    hashes.insert(a.id.clone(), h);
+                }
                 cands.push(Candidate {
                     key: a.id.clone(),
                     path,
