@@ -538,7 +538,11 @@ mod tests {
             .spawn()
             .unwrap();
         let tail: Arc<Mutex<VecDeque<String>>> = Default::default();
-        spawn_stderr_drain(child.stderr.take().unwrap(), tail.clone(), Some(log.clone()));
+        spawn_stderr_drain(
+            child.stderr.take().unwrap(),
+            tail.clone(),
+            Some(log.clone()),
+        );
         child.wait().await.unwrap();
         let mut text = String::new();
         for _ in 0..100 {
@@ -549,8 +553,17 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(text.contains("key=") && text.contains("leaked"), "{text}");
-        assert!(!text.contains(secret), "the log file holds the secret: {text}");
-        let t = tail.lock().unwrap().iter().cloned().collect::<Vec<_>>().join("\n");
+        assert!(
+            !text.contains(secret),
+            "the log file holds the secret: {text}"
+        );
+        let t = tail
+            .lock()
+            .unwrap()
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(!t.contains(secret) && t.contains("leaked"), "{t}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
