@@ -1,6 +1,6 @@
 //! The agent loop of one attempt: a fresh conversation (system prompt + variant prompt, plus a
 //! skill in its fixed slot for skill-conditioned and placebo attempts), tool calls served
-//! against the real evaluator, budgets enforced, the final kernel chosen, and, for solo
+//! against the evaluator (any [`Evaluator`]: the real pool in a run), budgets enforced, the final kernel chosen, and, for solo
 //! attempts, the distillation turn. Every event is appended to a JSONL trajectory as it happens,
 //! scrubbed of the process's secrets.
 //!
@@ -26,7 +26,7 @@ use crate::provider::{
 use crate::skill::{audit, distill_prompt, parse_skill, Skill};
 use crate::tools::{self, describe_report, eval_mode_of, tool_specs};
 use mkb_core::{Budget, Dsl, EndReason, EvalMode, EvalReport, Verdict};
-use mkb_eval::{EvalError, EvalPool, EvalRequest};
+use mkb_eval::{EvalError, EvalRequest, Evaluator};
 use serde_json::json;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -192,10 +192,10 @@ pub fn distill_reserve(max_wall_s: u64) -> Duration {
 }
 
 /// Run one attempt to its end and, when asked, distill its skill.
-pub async fn run_attempt(
+pub async fn run_attempt<E: Evaluator>(
     spec: &AttemptSpec,
     provider: &Provider,
-    pool: &EvalPool,
+    pool: &E,
 ) -> Result<AttemptOutcome, AttemptError> {
     std::fs::create_dir_all(spec.dir.join("kernels"))?;
     let traj_rel = format!("{}/trajectory.jsonl", spec.rel_dir);
@@ -443,9 +443,9 @@ impl Queued {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn handle_tool(
+async fn handle_tool<E: Evaluator>(
     spec: &AttemptSpec,
-    pool: &EvalPool,
+    pool: &E,
     base_deadline: Instant,
     queued: &mut Queued,
     name: &str,
@@ -689,7 +689,12 @@ async fn distill(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provider::{ProviderConfig, RecordingHeader};
     use mkb_core::eval::Phases;
+    use mkb_core::{Condition, Timing};
+    use mkb_eval::{EvalResponse, KeyedReport};
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
 
     fn report(total: Option<f64>) -> EvalReport {
         let mut r = EvalReport::infrastructure(
@@ -723,5 +728,339 @@ mod tests {
         q.add(s(40));
         q.add(s(40));
         assert_eq!(q.total, s(60));
+    }
+
+    /// An evaluator that answers from a script (one report per request, in order) and keeps
+    /// every request it was sent.
+    struct FakeEvaluator {
+        gpu: bool,
+        script: Mutex<VecDeque<EvalReport>>,
+        seen: Mutex<Vec<EvalRequest>>,
+    }
+
+    impl FakeEvaluator {
+        fn new(script: Vec<EvalReport>) -> FakeEvaluator {
+            FakeEvaluator {
+                gpu: true,
+                script: Mutex::new(script.into()),
+                seen: Mutex::new(Vec::new()),
+            }
+        }
+        fn modes(&self) -> Vec<EvalMode> {
+            self.seen.lock().unwrap().iter().map(|r| r.mode).collect()
+        }
+    }
+
+    impl Evaluator for FakeEvaluator {
+        fn evaluate(
+            &self,
+            req: EvalRequest,
+        ) -> impl std::future::Future<Output = Result<EvalResponse, EvalError>> + Send {
+            let report = self.script.lock().unwrap().pop_front();
+            let keys: Vec<String> = req.candidates.iter().map(|c| c.key.clone()).collect();
+            self.seen.lock().unwrap().push(req);
+            std::future::ready(match report {
+                Some(report) => Ok(EvalResponse {
+                    reports: keys
+                        .into_iter()
+                        .map(|key| KeyedReport {
+                            key,
+                            report: report.clone(),
+                        })
+                        .collect(),
+                    session: serde_json::Value::Null,
+                }),
+                None => Err(EvalError::Rejected("the fake's script is used up".into())),
+            })
+        }
+        fn has_gpu(&self) -> bool {
+            self.gpu
+        }
+        fn dsl_available(&self, _dsl: Dsl, mode: EvalMode) -> bool {
+            self.gpu || !mode.needs_gpu()
+        }
+    }
+
+    fn verdict(mode: EvalMode, v: Verdict, median_us: Option<f64>) -> EvalReport {
+        let mut r = EvalReport::infrastructure(mode, v, "fake", "from the fake".into());
+        r.reason = None;
+        r.runtime = median_us.map(|m| Timing {
+            median_us: m,
+            iqr_us: 0.0,
+            reps: 10,
+            timer: "fake".into(),
+            wall_us_per_call: None,
+        });
+        r
+    }
+
+    fn call(id: &str, name: &str, args: serde_json::Value) -> serde_json::Value {
+        json!({"id": id, "name": name, "arguments": args})
+    }
+
+    fn key() -> ConversationKey {
+        ConversationKey {
+            model_label: "fake-model".into(),
+            problem: "A01".into(),
+            dsl: Dsl::Cute,
+            condition: Condition::Solo,
+            run: 0,
+        }
+    }
+
+    /// Writes a replay recording of `turns` (the tool calls of each assistant turn) and returns
+    /// a replay provider that plays it.
+    fn replay_provider(dir: &Path, turns: Vec<Vec<serde_json::Value>>) -> Provider {
+        let header = RecordingHeader {
+            format: crate::provider::replay::RECORDING_FORMAT.into(),
+            version: crate::provider::replay::RECORDING_VERSION,
+            key: key(),
+            created: String::new(),
+            producer: crate::provider::replay::HANDWRITTEN.into(),
+            tool_mode: None,
+        };
+        let mut text = serde_json::to_string(&header).unwrap() + "\n";
+        for (i, calls) in turns.into_iter().enumerate() {
+            let line = json!({"turn": i, "response": {
+                "message": {"role": "assistant", "content": format!("turn {i}"), "tool_calls": calls},
+                "usage": {"input_tokens": 100, "output_tokens": 10},
+                "stop_reason": "tool_calls"}});
+            text.push_str(&(line.to_string() + "\n"));
+        }
+        let path = key().recording_path(dir);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        Provider::from_config(&ProviderConfig::replay(dir)).unwrap()
+    }
+
+    fn spec(run_dir: &Path, max_tool_evals: u32) -> AttemptSpec {
+        let rel_dir = "attempts/fake-model/A01_cute_solo_r0".to_string();
+        AttemptSpec {
+            attempt_id: "fake-model/A01/cute/solo/r0".into(),
+            key: key(),
+            problem_dir: run_dir.join("problem"),
+            dsl: Dsl::Cute,
+            user_prompt: "Write the kernel.".into(),
+            brief: "the brief".into(),
+            starter: "the starter".into(),
+            budget: Budget {
+                max_turns: 20,
+                max_output_tokens: 100_000,
+                max_tool_evals,
+                max_wall_s: 600,
+                max_input_tokens: None,
+            },
+            sampling: Sampling::default(),
+            distill_max_chars: None,
+            audit_target: Dsl::Tirx,
+            dir: run_dir.join(&rel_dir),
+            rel_dir,
+            gpu_available: true,
+            max_log_chars: 2000,
+            tool_timing: mkb_eval::TimingOptions::default(),
+        }
+    }
+
+    fn write(id: &str, src: &str) -> serde_json::Value {
+        call(id, tools::WRITE_KERNEL, json!({"source": src}))
+    }
+
+    fn trajectory_types(run_dir: &Path, outcome: &AttemptOutcome) -> Vec<String> {
+        std::fs::read_to_string(run_dir.join(&outcome.trajectory))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn attempt_records_the_evaluators_verdicts_and_keeps_the_fastest_correct_kernel() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        let provider = replay_provider(
+            &tmp.path().join("rec"),
+            vec![
+                vec![write("c0", "# v1\n")],
+                vec![call("c1", tools::COMPILE, json!({}))],
+                vec![call("c2", tools::BENCHMARK, json!({}))],
+                vec![
+                    write("c3", "# v2\n"),
+                    call("c4", tools::BENCHMARK, json!({})),
+                ],
+                vec![write("c5", "# v3\n"), call("c6", tools::TEST, json!({}))],
+                vec![call("c7", tools::SUBMIT, json!({}))],
+            ],
+        );
+        let fake = FakeEvaluator::new(vec![
+            verdict(EvalMode::Compile, Verdict::Correct, None),
+            verdict(EvalMode::Bench, Verdict::Correct, Some(50.0)),
+            verdict(EvalMode::Bench, Verdict::Correct, Some(80.0)),
+            verdict(EvalMode::Test, Verdict::Incorrect, None),
+        ]);
+        let spec = spec(&run_dir, 10);
+        let out = run_attempt(&spec, &provider, &fake).await.unwrap();
+        assert_eq!(out.end_reason, EndReason::Submitted);
+        assert_eq!(out.turns, 6);
+        assert_eq!(out.usage.output_tokens, 60);
+        assert_eq!(
+            fake.modes(),
+            vec![
+                EvalMode::Compile,
+                EvalMode::Bench,
+                EvalMode::Bench,
+                EvalMode::Test
+            ]
+        );
+        // Each request names the snapshot written just before it.
+        let paths: Vec<PathBuf> = fake
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|r| r.candidates[0].path.clone())
+            .collect();
+        let kernels = spec.dir.join("kernels");
+        assert_eq!(
+            paths,
+            vec![
+                kernels.join("v1.py"),
+                kernels.join("v1.py"),
+                kernels.join("v2.py"),
+                kernels.join("v3.py")
+            ]
+        );
+        let verdicts: Vec<Verdict> = out.evals.iter().map(|e| e.report.verdict).collect();
+        assert_eq!(
+            verdicts,
+            vec![
+                Verdict::Correct,
+                Verdict::Correct,
+                Verdict::Correct,
+                Verdict::Incorrect
+            ]
+        );
+        assert_eq!(
+            out.evals.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            out.evals[2].report.runtime.as_ref().unwrap().median_us,
+            80.0
+        );
+        // v1 benchmarked fastest and correct: it is the final kernel, not the last one written.
+        assert_eq!(out.final_source, "best_correct");
+        assert_eq!(
+            std::fs::read_to_string(spec.dir.join("final.py")).unwrap(),
+            "# v1\n"
+        );
+        assert!(out.skill.is_none());
+        let types = trajectory_types(&run_dir, &out);
+        assert_eq!(types.iter().filter(|t| *t == "\"eval\"").count(), 4);
+        assert_eq!(types.last().map(String::as_str), Some("\"end\""));
+    }
+
+    #[tokio::test]
+    async fn attempt_stops_at_the_evaluation_budget() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        let provider = replay_provider(
+            &tmp.path().join("rec"),
+            vec![
+                vec![write("c0", "# v1\n")],
+                vec![call("c1", tools::COMPILE, json!({}))],
+                // The second evaluation uses the budget up: the third call of the turn is not run.
+                vec![
+                    call("c2", tools::TEST, json!({})),
+                    call("c3", tools::BENCHMARK, json!({})),
+                ],
+                vec![call("c4", tools::BENCHMARK, json!({}))],
+                vec![call("c5", tools::SUBMIT, json!({}))],
+            ],
+        );
+        let fake = FakeEvaluator::new(vec![
+            verdict(EvalMode::Compile, Verdict::CompileError, None),
+            verdict(EvalMode::Test, Verdict::Correct, None),
+            verdict(EvalMode::Bench, Verdict::Correct, Some(10.0)),
+        ]);
+        let spec = spec(&run_dir, 2);
+        let out = run_attempt(&spec, &provider, &fake).await.unwrap();
+        assert_eq!(out.end_reason, EndReason::MaxToolEvals);
+        assert_eq!(out.turns, 3);
+        assert_eq!(fake.modes(), vec![EvalMode::Compile, EvalMode::Test]);
+        assert_eq!(out.evals.len(), 2);
+        assert_eq!(out.evals[0].report.verdict, Verdict::CompileError);
+        assert_eq!(out.evals[1].report.verdict, Verdict::Correct);
+        // Only test-correct: the tested kernel is final.
+        assert_eq!(out.final_source, "best_correct");
+        assert_eq!(
+            out.final_kernel.as_deref(),
+            Some(format!("{}/final.py", spec.rel_dir).as_str())
+        );
+        let traj = std::fs::read_to_string(run_dir.join(&out.trajectory)).unwrap();
+        assert!(traj.contains("Not run: the attempt has ended."), "{traj}");
+    }
+
+    #[tokio::test]
+    async fn an_infrastructure_report_aborts_the_attempt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        let provider = replay_provider(
+            &tmp.path().join("rec"),
+            vec![
+                vec![write("c0", "# v1\n")],
+                vec![call("c1", tools::COMPILE, json!({}))],
+                vec![call("c2", tools::TEST, json!({}))],
+                vec![call("c3", tools::SUBMIT, json!({}))],
+            ],
+        );
+        let fake = FakeEvaluator::new(vec![
+            verdict(EvalMode::Compile, Verdict::Correct, None),
+            EvalReport::infrastructure(
+                EvalMode::Test,
+                Verdict::Crashed,
+                "host_overload",
+                "the host is overloaded".into(),
+            ),
+            verdict(EvalMode::Test, Verdict::Correct, None),
+        ]);
+        let spec = spec(&run_dir, 10);
+        let err = run_attempt(&spec, &provider, &fake).await.unwrap_err();
+        match err {
+            AttemptError::Evaluator(msg) => {
+                assert!(msg.contains("host_overload"), "{msg}");
+                assert!(msg.contains("the host is overloaded"), "{msg}");
+            }
+            other => panic!("expected an evaluator error, got {other:?}"),
+        }
+        // The loop stopped at the failed evaluation: nothing more was asked of the evaluator.
+        assert_eq!(fake.modes(), vec![EvalMode::Compile, EvalMode::Test]);
+        let traj = std::fs::read_to_string(spec.dir.join("trajectory.jsonl")).unwrap();
+        assert!(traj.contains("\"eval_not_evaluated\""), "{traj}");
+        assert!(!spec.dir.join("final.py").exists());
+    }
+
+    #[tokio::test]
+    async fn without_a_gpu_test_and_benchmark_are_not_sent_to_the_evaluator() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        let provider = replay_provider(
+            &tmp.path().join("rec"),
+            vec![
+                vec![write("c0", "# v1\n")],
+                vec![call("c1", tools::TEST, json!({}))],
+                vec![call("c2", tools::COMPILE, json!({}))],
+                vec![],
+            ],
+        );
+        let mut fake = FakeEvaluator::new(vec![verdict(EvalMode::Compile, Verdict::Correct, None)]);
+        fake.gpu = false;
+        let mut spec = spec(&run_dir, 10);
+        spec.gpu_available = fake.has_gpu();
+        let out = run_attempt(&spec, &provider, &fake).await.unwrap();
+        assert_eq!(out.end_reason, EndReason::Stopped);
+        assert_eq!(fake.modes(), vec![EvalMode::Compile]);
+        assert_eq!(out.evals.len(), 1);
+        // Compiled only: nothing measured correct, so the last written kernel is final.
+        assert_eq!(out.final_source, "last_written");
     }
 }

@@ -20,7 +20,7 @@ use mkb_agent::skill::skill_slot;
 use mkb_agent::{run_attempt, AttemptError, AttemptSpec, Provider};
 use mkb_core::prompt::{read_brief, variant_prompt};
 use mkb_core::{Condition, Dsl, EvalMode, EvalReport, Problem, Registry, Verdict};
-use mkb_eval::{Candidate, EvalPool, EvalRequest, Limits, PoolConfig};
+use mkb_eval::{Candidate, EvalPool, EvalRequest, Evaluator, Limits, PoolConfig};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -156,12 +156,12 @@ impl RunSummary {
     }
 }
 
-struct Shared {
+struct Shared<E> {
     cfg: ExperimentConfig,
     root: PathBuf,
     run_dir: PathBuf,
     store: Mutex<Store>,
-    pool: EvalPool,
+    pool: E,
     providers: BTreeMap<String, Provider>,
     problems: BTreeMap<String, Problem>,
     briefs: BTreeMap<Dsl, String>,
@@ -240,6 +240,50 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
     .context("starting the evaluator")?;
     crate::provenance::record(&store, &crate::provenance::collect(&pool))?;
 
+    run_planned(Setup {
+        cfg,
+        root: opts.root.clone(),
+        run_dir,
+        store,
+        pool,
+        providers,
+        problems: &problems,
+        briefs,
+        forgotten,
+        progress: opts.progress,
+    })
+    .await
+}
+
+/// A run once its store, providers and evaluator are ready.
+struct Setup<'a, E> {
+    cfg: ExperimentConfig,
+    root: PathBuf,
+    run_dir: PathBuf,
+    store: Store,
+    pool: E,
+    providers: BTreeMap<String, Provider>,
+    problems: &'a [&'a Problem],
+    briefs: BTreeMap<Dsl, String>,
+    forgotten: (usize, usize),
+    progress: bool,
+}
+
+/// The plan of a run, executed against `setup.pool`: solo-type attempts (with their
+/// distillation), then the attempts that need a skill, then the final evaluations.
+async fn run_planned<E: Evaluator + 'static>(setup: Setup<'_, E>) -> Result<RunSummary> {
+    let Setup {
+        cfg,
+        root,
+        run_dir,
+        store,
+        pool,
+        providers,
+        problems,
+        briefs,
+        forgotten,
+        progress,
+    } = setup;
     let mut summary = RunSummary {
         forgotten,
         ..RunSummary::default()
@@ -272,7 +316,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
     }
     summary.final_mode = Some(final_mode);
 
-    let units = plan(&cfg, &problems);
+    let units = plan(&cfg, problems);
     summary.planned = units.len();
     let problems_map: BTreeMap<String, Problem> = problems
         .iter()
@@ -280,7 +324,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
         .collect();
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
-        root: opts.root.clone(),
+        root,
         run_dir: run_dir.clone(),
         store: Mutex::new(store),
         pool,
@@ -301,7 +345,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
         .collect();
     summary.already_done = units.iter().filter(|u| done.contains(&u.id())).count();
 
-    let mp = if opts.progress {
+    let mp = if progress {
         MultiProgress::new()
     } else {
         MultiProgress::with_draw_target(ProgressDrawTarget::hidden())
@@ -381,7 +425,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
 }
 
 /// Run one attempt unless it is stored already. Ok(false): deferred (recorded in `deferred`).
-async fn run_unit(shared: &Shared, u: &Unit) -> Result<bool> {
+async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
     let id = u.id();
     let problem = shared
         .problems
@@ -568,8 +612,8 @@ async fn run_unit(shared: &Shared, u: &Unit) -> Result<bool> {
 
 /// The placebo skill: the same model's skill for another problem, same source DSL and run,
 /// closest in length to the real skill. Err(reason) when none exists (yet).
-async fn placebo_skill(
-    shared: &Shared,
+async fn placebo_skill<E>(
+    shared: &Shared<E>,
     u: &Unit,
 ) -> Result<std::result::Result<SkillRecord, String>> {
     let store = shared.store.lock().await;
@@ -620,8 +664,8 @@ async fn placebo_skill(
 
 /// Groups of attempts (per problem and DSL) ready for their final evaluation, and how many
 /// groups are already fully evaluated.
-async fn final_groups(
-    shared: &Shared,
+async fn final_groups<E: Evaluator>(
+    shared: &Shared<E>,
     units: &[Unit],
     mode: EvalMode,
 ) -> Result<(Vec<(String, Vec<AttemptRecord>)>, usize)> {
@@ -691,8 +735,8 @@ async fn final_groups(
 
 /// Evaluate the final kernels of one group in one judge session (timing interleaved) and
 /// store the results in one transaction. None when deferred.
-async fn final_eval_group(
-    shared: &Shared,
+async fn final_eval_group<E: Evaluator>(
+    shared: &Shared<E>,
     key: &str,
     attempts: &[AttemptRecord],
     mode: EvalMode,
@@ -736,8 +780,8 @@ async fn final_eval_group(
 /// `eval.timing_sessions - 1` more sessions (their medians measure the timing noise the tie
 /// band comes from). Returns the records and the (unit, why) of kernels not evaluated for
 /// infrastructure reasons; the inner Err is the reason the whole group could not run.
-pub async fn evaluate_group(
-    pool: &EvalPool,
+pub async fn evaluate_group<E: Evaluator>(
+    pool: &E,
     run_dir: &std::path::Path,
     problem: &Problem,
     key: &str,
@@ -861,4 +905,343 @@ pub async fn evaluate_group(
         }
     }
     Ok(Ok((rows, deferred)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mkb_core::Timing;
+    use mkb_eval::{EvalError, EvalResponse, KeyedReport};
+    use std::path::Path;
+    use std::sync::Mutex as StdMutex;
+
+    /// One request the fake evaluator received.
+    #[derive(Debug, Clone)]
+    struct Seen {
+        mode: EvalMode,
+        dsl: Dsl,
+        /// Candidate keys: "candidate" for a tool call, attempt ids for final evaluations.
+        keys: Vec<String>,
+        /// The attempt folder (e.g. `A01_cute_solo_r0`) of each candidate.
+        attempts: Vec<String>,
+        /// Attempt folders holding a SKILL.md when the request came.
+        skills: BTreeSet<String>,
+    }
+
+    impl Seen {
+        fn is_final(&self) -> bool {
+            self.keys.iter().all(|k| k != "candidate")
+        }
+        /// The condition of a tool call's attempt, from its folder name.
+        fn condition(&self) -> &str {
+            let name = self.attempts[0].rsplit_once('_').map_or("", |(n, _)| n);
+            name.splitn(3, '_').nth(2).unwrap_or("")
+        }
+    }
+
+    /// A scripted evaluator: every tool call is correct (100 us when timed); each final
+    /// evaluation of a candidate gets a distinct runtime (1000 us + its number), placebo
+    /// kernels are `incorrect`, and the attempt `infra` gets an infrastructure report.
+    struct FakeEvaluator {
+        run_dir: PathBuf,
+        gpu: bool,
+        missing: Option<Dsl>,
+        infra: Option<String>,
+        seen: StdMutex<Vec<Seen>>,
+        /// Runtimes handed out in final evaluations, per attempt id, in order.
+        finals: StdMutex<BTreeMap<String, Vec<f64>>>,
+    }
+
+    impl FakeEvaluator {
+        fn new(run_dir: &Path) -> FakeEvaluator {
+            FakeEvaluator {
+                run_dir: run_dir.to_path_buf(),
+                gpu: true,
+                missing: None,
+                infra: None,
+                seen: StdMutex::new(Vec::new()),
+                finals: StdMutex::new(BTreeMap::new()),
+            }
+        }
+
+        fn skills_now(&self) -> BTreeSet<String> {
+            let mut out = BTreeSet::new();
+            let Ok(models) = std::fs::read_dir(self.run_dir.join("attempts")) else {
+                return out;
+            };
+            for m in models.flatten() {
+                for a in std::fs::read_dir(m.path()).into_iter().flatten().flatten() {
+                    if a.path().join("SKILL.md").exists() {
+                        out.insert(a.file_name().to_string_lossy().into_owned());
+                    }
+                }
+            }
+            out
+        }
+
+        fn respond(&self, req: &EvalRequest) -> EvalResponse {
+            let mut finals = self.finals.lock().unwrap();
+            let n_final: usize = finals.values().map(Vec::len).sum();
+            let reports = req
+                .candidates
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let mut r = EvalReport::infrastructure(
+                        req.mode,
+                        Verdict::Correct,
+                        "fake",
+                        "from the fake".into(),
+                    );
+                    r.reason = None;
+                    let timed = matches!(req.mode, EvalMode::Bench | EvalMode::Full);
+                    let median = if c.key == "candidate" {
+                        100.0
+                    } else {
+                        1000.0 + (n_final + i) as f64
+                    };
+                    if timed {
+                        r.runtime = Some(Timing {
+                            median_us: median,
+                            iqr_us: 0.0,
+                            reps: 10,
+                            timer: "fake".into(),
+                            wall_us_per_call: None,
+                        });
+                    }
+                    if c.key != "candidate" {
+                        if c.key.contains("/placebo/") {
+                            r.verdict = Verdict::Incorrect;
+                            r.runtime = None;
+                        }
+                        if self.infra.as_deref() == Some(c.key.as_str()) {
+                            r = EvalReport::infrastructure(
+                                req.mode,
+                                Verdict::Crashed,
+                                "host_overload",
+                                "the host is overloaded".into(),
+                            );
+                        }
+                        finals.entry(c.key.clone()).or_default().push(median);
+                    }
+                    KeyedReport {
+                        key: c.key.clone(),
+                        report: r,
+                    }
+                })
+                .collect();
+            EvalResponse {
+                reports,
+                session: serde_json::Value::Null,
+            }
+        }
+    }
+
+    impl Evaluator for FakeEvaluator {
+        fn evaluate(
+            &self,
+            req: EvalRequest,
+        ) -> impl std::future::Future<Output = Result<EvalResponse, EvalError>> + Send {
+            let attempts = req
+                .candidates
+                .iter()
+                .map(|c| {
+                    let rel = c.path.strip_prefix(&self.run_dir).unwrap_or(&c.path);
+                    // attempts/<model>/<attempt folder>/...
+                    rel.components()
+                        .nth(2)
+                        .map(|x| x.as_os_str().to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                })
+                .collect();
+            self.seen.lock().unwrap().push(Seen {
+                mode: req.mode,
+                dsl: req.dsl,
+                keys: req.candidates.iter().map(|c| c.key.clone()).collect(),
+                attempts,
+                skills: self.skills_now(),
+            });
+            let resp = if !self.dsl_available(req.dsl, req.mode) {
+                Err(EvalError::Rejected(
+                    "asked for a DSL it does not have".into(),
+                ))
+            } else if req.mode.needs_gpu() && !self.gpu {
+                Err(EvalError::NoGpu)
+            } else {
+                Ok(self.respond(&req))
+            };
+            std::future::ready(resp)
+        }
+        fn has_gpu(&self) -> bool {
+            self.gpu
+        }
+        fn dsl_available(&self, dsl: Dsl, _mode: EvalMode) -> bool {
+            self.missing != Some(dsl)
+        }
+    }
+
+    fn repo_root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    /// The replay demo (its recorded conversations), on A01 and C01, direction cute -> tirx,
+    /// one attempt at a time, run against `fake`.
+    async fn run_demo(fake: FakeEvaluator, run_dir: &Path) -> (RunSummary, Arc<FakeEvaluator>) {
+        let root = repo_root();
+        let mut cfg = ExperimentConfig::load(&root.join("examples/replay.toml")).unwrap();
+        cfg.problems = vec!["A01".into(), "C01".into()];
+        cfg.directions = vec!["cute->tirx".into()];
+        cfg.concurrency = 1;
+        cfg.eval.timing_sessions = Some(3);
+        let registry = Registry::load(&root.join("problems")).unwrap();
+        let problems = registry.select(&cfg.problems).unwrap();
+        let briefs = Dsl::ALL
+            .into_iter()
+            .map(|d| (d, read_brief(&root.join("docs/dsl"), d).unwrap()))
+            .collect();
+        let providers = cfg
+            .models
+            .iter()
+            .map(|m| (m.label.clone(), Provider::from_config(&m.provider).unwrap()))
+            .collect();
+        let fake = Arc::new(fake);
+        let summary = run_planned(Setup {
+            cfg,
+            root,
+            run_dir: run_dir.to_path_buf(),
+            store: Store::open(run_dir).unwrap(),
+            pool: fake.clone(),
+            providers,
+            problems: &problems,
+            briefs,
+            forgotten: (0, 0),
+            progress: false,
+        })
+        .await
+        .unwrap();
+        (summary, fake)
+    }
+
+    #[tokio::test]
+    async fn phases_run_in_order_and_finals_store_the_evaluators_reports() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        let mut fake = FakeEvaluator::new(&run_dir);
+        fake.infra = Some("replay-demo/A01/tirx/placebo/r0".into());
+        let (summary, fake) = run_demo(fake, &run_dir).await;
+
+        // Per problem: solo cute and tirx, repeat-solo, conditioned and placebo on tirx.
+        assert_eq!(summary.planned, 10);
+        assert_eq!(summary.attempts_done, 10);
+        assert_eq!(summary.final_mode, Some(EvalMode::Full));
+        assert_eq!(summary.final_groups_planned, 4);
+        assert_eq!(summary.finals_done, 9);
+        assert_eq!(summary.deferred.len(), 1, "{:?}", summary.deferred);
+        let (what, why) = &summary.deferred[0];
+        assert_eq!(what, "final replay-demo/A01/tirx/placebo/r0");
+        assert!(why.contains("host_overload"), "{why}");
+        assert!(!summary.complete());
+
+        let seen = fake.seen.lock().unwrap().clone();
+        let first_final = seen.iter().position(Seen::is_final).unwrap();
+        let (tools, finals) = seen.split_at(first_final);
+        assert!(finals.iter().all(Seen::is_final), "tool calls after finals");
+        assert!(finals.iter().all(|s| s.mode == EvalMode::Full));
+        // Solo-type attempts (no skill) all ran before any attempt that needs a skill, and by
+        // then every solo attempt's distilled skill was stored.
+        let needs_skill = |s: &Seen| matches!(s.condition(), "conditioned" | "placebo");
+        let first_skilled = tools.iter().position(needs_skill).unwrap();
+        assert!(tools[..first_skilled].iter().all(|s| !needs_skill(s)));
+        assert!(tools[first_skilled..].iter().all(needs_skill));
+        assert!(tools[..first_skilled]
+            .iter()
+            .any(|s| s.condition() == "repeat_solo"));
+        assert!(tools[0].skills.is_empty());
+        let solo_skills: BTreeSet<String> = ["A01_cute_solo_r0", "A01_tirx_solo_r0"]
+            .into_iter()
+            .chain(["C01_cute_solo_r0", "C01_tirx_solo_r0"])
+            .map(String::from)
+            .collect();
+        assert_eq!(tools[first_skilled].skills, solo_skills);
+        assert!(tools[first_skilled..].iter().all(|s| s.dsl == Dsl::Tirx));
+
+        let store = Store::open_existing(&run_dir).unwrap();
+        let attempts = store.attempts().unwrap();
+        assert_eq!(attempts.len(), 10);
+        for a in &attempts {
+            // The store counts exactly the tool evaluations the fake answered for it.
+            let folder = a.trajectory.split('/').nth(2).unwrap();
+            let n = tools.iter().filter(|s| s.attempts[0] == folder).count();
+            assert_eq!(a.tool_evals as usize, n, "{}", a.id);
+            // A conditioned attempt uses the skill of the solo attempt in the other DSL.
+            if a.condition == Condition::Conditioned {
+                let src = a.id.replace("/tirx/conditioned/", "/cute/solo/");
+                assert_eq!(a.skill_id.as_deref(), Some(format!("skill:{src}").as_str()));
+            }
+        }
+        let handed = fake.finals.lock().unwrap().clone();
+        let stored = store.final_evals().unwrap();
+        assert_eq!(stored.len(), 9);
+        for f in &stored {
+            let given = &handed[&f.attempt_id];
+            if f.attempt_id.contains("/placebo/") {
+                assert_eq!(f.report.verdict, Verdict::Incorrect, "{}", f.attempt_id);
+                assert!(f.session_medians_us.is_empty());
+            } else {
+                assert_eq!(f.report.verdict, Verdict::Correct, "{}", f.attempt_id);
+                let median = f.report.runtime.as_ref().unwrap().median_us;
+                assert_eq!(median, given[0], "{}", f.attempt_id);
+                // Solo kernels are timed in 3 sessions, the others once.
+                let sessions = if f.attempt_id.contains("/solo/") {
+                    3
+                } else {
+                    1
+                };
+                assert_eq!(f.session_medians_us, given[..sessions], "{}", f.attempt_id);
+            }
+        }
+        assert!(!stored
+            .iter()
+            .any(|f| f.attempt_id == "replay-demo/A01/tirx/placebo/r0"));
+    }
+
+    #[tokio::test]
+    async fn without_gpu_or_dsl_units_are_deferred_and_finals_compile_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run_dir = tmp.path().join("run");
+        let mut fake = FakeEvaluator::new(&run_dir);
+        fake.gpu = false;
+        fake.missing = Some(Dsl::Tirx);
+        let (summary, fake) = run_demo(fake, &run_dir).await;
+
+        assert_eq!(summary.final_mode, Some(EvalMode::Compile));
+        assert!(summary.limitations.iter().any(|l| l.starts_with("no GPU")));
+        assert!(summary
+            .limitations
+            .iter()
+            .any(|l| l.contains("the tirx DSL is not installed")));
+        // Only the solo cute attempts ran; every tirx unit waits.
+        assert_eq!(summary.attempts_done, 2);
+        let tirx_deferred = summary
+            .deferred
+            .iter()
+            .filter(|(_, why)| why == "the tirx evaluator is not installed here")
+            .count();
+        assert_eq!(tirx_deferred, 8, "{:?}", summary.deferred);
+        let seen = fake.seen.lock().unwrap().clone();
+        assert!(seen
+            .iter()
+            .all(|s| s.dsl == Dsl::Cute && s.mode == EvalMode::Compile));
+        // The cute groups are complete and evaluated; the tirx groups wait for their attempts.
+        assert_eq!(summary.finals_done, 2);
+        assert_eq!(seen.iter().filter(|s| s.is_final()).count(), 2);
+        let stored = Store::open_existing(&run_dir)
+            .unwrap()
+            .final_evals()
+            .unwrap();
+        assert_eq!(stored.len(), 2);
+        assert!(stored
+            .iter()
+            .all(|f| f.mode == "compile" && f.report.verdict == Verdict::Correct));
+    }
 }
