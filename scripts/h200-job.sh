@@ -6,8 +6,10 @@
 #   scripts/h200-job.sh STEP...
 #   steps: solutions-<dsl>  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  sandbox  examples  replay
 #   (<dsl>: cute or tirx)
-#   throughput-<dsl>: one judge, the three experts evaluated 10 times each as a queue (full mode):
-#   median eval seconds, evaluations per GPU-hour, runtime CV per expert, median phases.
+#   throughput-<dsl>[-j<N>]: N judges (default 1) sharing the GPU, the three experts evaluated
+#   $THROUGHPUT_REPEAT (10) times each as a queue (full mode): median eval seconds, evaluations
+#   per GPU-hour, runtime CV per expert, median phases. $THROUGHPUT_ARGS: more arguments of
+#   mkb_eval.throughput (e.g. --seed N --problems C01 D01).
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 exec > >(tee -a "$OUT/job.log") 2>&1
@@ -32,6 +34,9 @@ fi
 echo "== bwrap: ${MKB_BWRAP:-$(command -v bwrap || echo MISSING)} $(${MKB_BWRAP:-bwrap} --version 2>&1 | head -1)"
 if [ -f .gpu/mkb.xz ]; then xz -dc .gpu/mkb.xz > /tmp/mkb && chmod +x /tmp/mkb; fi
 MKB=/tmp/mkb
+# python -m mkb_eval.{redteam,throughput,selfcheck} ask mkb for the problem specs and the red-team
+# cases (python/mkb_eval/bundle.py): problem.toml and the manifest are parsed by mkb only.
+export MKB_BIN=$MKB
 LOGS=/tmp/mkb-logs; mkdir -p $LOGS
 echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l); DSL bundles: $(ls -d /tmp/dsl-* 2>/dev/null | tr '\n' ' ')"
 STEP_TIMEOUT=${STEP_TIMEOUT:-420}
@@ -47,13 +52,14 @@ for step in "$@"; do
       timeout $STEP_TIMEOUT $MKB redteam --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
         --evidence-dir "$OUT" --evidence-name "redteam-$d" ;;
     pyredteam-*)
-      # the same red-team run through the Python judge client alone (no mkb binary needed)
+      # the same red-team run through the Python judge client (the cases and specs from $MKB_BIN)
       d=${step#pyredteam-}
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.redteam --dsl "$d" --out "$OUT/redteam-$d.json" ;;
     throughput-*)
-      d=${step#throughput-}
-      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.throughput --dsl "$d" --repeat ${THROUGHPUT_REPEAT:-10} \
-        --out "$OUT/throughput-$d.json" > "$OUT/throughput-$d.txt" 2>&1; tail -40 "$OUT/throughput-$d.txt" ;;
+      # throughput-<dsl> or throughput-<dsl>-j<N>: N judges sharing the GPU (default 1)
+      spec=${step#throughput-}; d=${spec%%-j*}; j=1; [ "$spec" != "$d" ] && j=${spec##*-j}
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.throughput --dsl "$d" --judges "$j" \
+        --repeat ${THROUGHPUT_REPEAT:-10} ${THROUGHPUT_ARGS:-} --out "$OUT/$step.json" > "$OUT/$step.txt" 2>&1; tail -25 "$OUT/$step.txt" ;;
     sandbox)
       # The OS sandbox on the GPU: IPC buffers work for a correct expert under it (full mode),
       # every escape case of tests/adversarial is blocked in full mode.

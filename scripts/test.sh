@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The test suite (CI runs it through .ci/run): Rust formatting, lints and tests (stub-server
-# provider tests, kill-and-resume, API-key secrecy, simulation coverage, export read-back in
-# pandas and polars, the browser test of the report when MKB_CHROMIUM or chromium is present);
-# Python lint and tests (static check, correctness logic, sandbox, protocol, red-team cases that
-# need no GPU, brief examples, replay recordings); compile-only checks of every expert solution
-# for sm_90a in both DSLs; the red team's no-GPU cases; the replay experiment end to end.
+# The test suite (CI runs it through .ci/run): Rust formatting, crate layering, lints and tests
+# (stub-server provider tests, kill-and-resume, API-key secrecy, simulation coverage, export
+# read-back in pandas and polars, the browser test of the report when MKB_CHROMIUM or chromium is
+# present); Python lint and tests (static check, correctness logic, sandbox, protocol, red-team
+# cases that need no GPU, brief examples, replay recordings); compile-only checks of every expert
+# solution for sm_90a in both DSLs; the red team's no-GPU cases; the replay experiment end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-python.sh
@@ -14,12 +14,20 @@ if [ -z "${MKB_CHROMIUM:-}" ] && command -v chromium >/dev/null 2>&1; then expor
 step() { echo; echo "== $* ($(date -u +%T))"; }
 step "export readers (pandas, pyarrow, polars) and scipy for the export and recomputation tests"
 # scipy: the independent recomputation of the analysis headline (crates/mkb-analysis/tests).
-if ! .cache/export-venv/bin/python -c "import pandas, pyarrow, polars, scipy" 2>/dev/null; then
-  python3 -m venv .cache/export-venv
-  .cache/export-venv/bin/pip install -q numpy==2.4.6 pandas==2.2.3 pyarrow==18.1.0 polars==1.17.1 scipy==1.16.3
+# polars 2: polars 1.17 cannot read the footer the parquet crate (60) writes; pyarrow 18 can.
+EXPORT_VENV=.cache/export-venv-2
+if ! $EXPORT_VENV/bin/python -c "import pandas, pyarrow, polars, scipy" 2>/dev/null; then
+  python3 -m venv $EXPORT_VENV
+  $EXPORT_VENV/bin/pip install -q numpy==2.4.6 pandas==2.2.3 pyarrow==18.1.0 polars==2.1.0 scipy==1.16.3
 fi
-export MKB_EXPORT_PYTHON=$PWD/.cache/export-venv/bin/python
+export MKB_EXPORT_PYTHON=$PWD/$EXPORT_VENV/bin/python
 step "cargo fmt --check";   cargo fmt --all -- --check
+step "crate layering: the store and the analysis pull in no runner, agent, evaluator, tokio, reqwest"
+for crate in mkb-store mkb-analysis; do
+  deps=$(cargo tree -p "$crate" -e normal --prefix none)
+  bad=$(awk '$1 ~ /^(reqwest|tokio|mkb-run|mkb-agent|mkb-eval)$/ {print $1}' <<<"$deps" | sort -u | tr '\n' ' ')
+  if [ -n "$bad" ]; then echo "$crate depends on: $bad(docs/design.md, Components)" >&2; exit 1; fi
+done
 step "cargo clippy";        cargo clippy --workspace --all-targets --release -q -- -D warnings
 step "cargo test";          cargo test --workspace --release -q
 step "cargo build mkb";     cargo build --release -q -p mkb-cli

@@ -1,5 +1,6 @@
 """Direct use and debugging: evaluate candidate files through a real judge subprocess, over the real
-protocol (hello, evaluate, shutdown), and print the result as JSON.
+protocol (hello, evaluate, shutdown), and print the result as JSON. The problem spec and the report
+template of each request come from `mkb problems spec` (mkb_eval.bundle): mkb must be built.
 
     python -m mkb_eval.cli --problem-dir problems/A/A01_bias_gelu --dsl cute --candidate K.py --mode compile
     python -m mkb_eval.cli ... --candidate solo=a.py --candidate cond=b.py --mode full --full-response
@@ -19,12 +20,18 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from . import PROTOCOL_VERSION
+from .adapters import dsl_names
+from .bundle import Bundle
+
 
 class JudgeClient:
-    """A judge subprocess and the JSON-lines protocol, for tools and tests."""
+    """A judge subprocess and the JSON-lines protocol, for tools and tests. `bundle` gives the
+    problem specs and the report template (default: asked of mkb on the first evaluate)."""
 
     def __init__(self, judge_args: Iterable[str] = (), env: dict[str, str] | None = None,
-                 stderr: Any = None, python: str = sys.executable):
+                 stderr: Any = None, python: str = sys.executable, bundle: Bundle | None = None):
+        self._bundle = bundle
         pkg_parent = str(Path(__file__).resolve().parent.parent)
         e = dict(os.environ if env is None else env)
         e["PYTHONPATH"] = os.pathsep.join([pkg_parent, *[p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p]])
@@ -64,17 +71,24 @@ class JudgeClient:
     def request(self, op: str, timeout: float = 3600.0, **fields: Any) -> dict[str, Any]:
         self._n += 1
         rid = f"{op[0]}{self._n}"
-        self.send_raw(json.dumps({"v": 1, "id": rid, "op": op, **fields}))
+        self.send_raw(json.dumps({"v": PROTOCOL_VERSION, "id": rid, "op": op, **fields}))
         msg = self.read(timeout)
         if msg.get("id") != rid:
             raise RuntimeError(f"response to {msg.get('id')!r}, expected {rid!r}: {msg}")
         return msg
 
-    def evaluate(self, problem_dir: str | Path, dsl: str, mode: str, candidates: dict[str, str | Path],
+    @property
+    def bundle(self) -> Bundle:
+        if self._bundle is None:
+            self._bundle = Bundle.from_mkb()
+        return self._bundle
+
+    def evaluate(self, problem: str | Path, dsl: str, mode: str, candidates: dict[str, str | Path],
                  seed: int | None = None, limits: dict[str, float] | None = None,
                  timing: dict[str, float] | None = None, timeout: float = 7200.0) -> dict[str, Any]:
+        """Evaluate `candidates` on `problem` (an id, slug, folder name or folder of the bundle)."""
         req: dict[str, Any] = {
-            "problem_dir": str(Path(problem_dir).resolve()), "dsl": dsl, "mode": mode,
+            "problem": self.bundle.spec(problem), "report": self.bundle.template(mode), "dsl": dsl, "mode": mode,
             "candidates": [{"key": k, "path": str(Path(p).resolve())} for k, p in candidates.items()],
             "seed": secrets.randbits(62) if seed is None else seed,
         }
@@ -122,7 +136,7 @@ def iter_reports(response: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]
 def main(argv: list[str] | None = None, printer: Callable[[str], None] = print) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--problem-dir", required=True)
-    ap.add_argument("--dsl", required=True, choices=("cute", "tirx"))
+    ap.add_argument("--dsl", required=True, choices=dsl_names())
     ap.add_argument("--candidate", action="append", required=True, help="PATH or KEY=PATH (repeatable)")
     ap.add_argument("--mode", default="compile", choices=("compile", "test", "bench", "full"))
     ap.add_argument("--seed", type=int)
@@ -131,9 +145,13 @@ def main(argv: list[str] | None = None, printer: Callable[[str], None] = print) 
     ap.add_argument("--full-response", action="store_true", help="print the whole evaluate response")
     ap.add_argument("--judge-arg", action="append", default=[], help="extra argument for the judge (repeatable)")
     ap.add_argument("--quiet", action="store_true", help="hide the judge's stderr")
+    ap.add_argument("--spec-bundle", type=Path,
+                    help="a file holding `mkb problems spec` output, instead of asking mkb (paths relative to the "
+                    "repository)")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
-    with JudgeClient(args.judge_arg, stderr=subprocess.DEVNULL if args.quiet else None) as judge:
+    bundle = Bundle.from_file(args.spec_bundle) if args.spec_bundle else None
+    with JudgeClient(args.judge_arg, stderr=subprocess.DEVNULL if args.quiet else None, bundle=bundle) as judge:
         hello = judge.request("hello", timeout=600)
         resp = judge.evaluate(args.problem_dir, args.dsl, args.mode, parse_candidates(args.candidate), seed=args.seed,
                               limits=args.limits, timing=args.timing)

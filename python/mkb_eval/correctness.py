@@ -7,7 +7,9 @@ same code is tested on CPU with plain Python callables (python/tests/test_correc
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -189,6 +191,7 @@ def inputs_unchanged(before: Sequence[torch.Tensor], after: Sequence[torch.Tenso
 
 
 DynamicJudge = Callable[[dict[str, Any], str], "list[str] | None"]  # raises CandidateFailure; returns kernels
+SessionJudge = Callable[[dict[str, Any], str], "dict[str, list[str]]"]  # kernels per shape set
 
 
 class CorrectnessChecker:
@@ -200,25 +203,38 @@ class CorrectnessChecker:
 
     def __init__(self, problem: Problem, reference: Callable[..., None], gen: InputGenerator,
                  device: torch.device | str, alloc_shared: Callable[[Sequence[TensorDecl], ShapeSet], list[torch.Tensor]] | None = None,
-                 dynamic_judge: DynamicJudge | None = None, synchronize: Callable[[], None] | None = None):
+                 dynamic_judge: DynamicJudge | None = None, synchronize: Callable[[], None] | None = None,
+                 session_judge: SessionJudge | None = None):
         self.problem = problem
         self.reference = reference
         self.gen = gen
         self.device = torch.device(device)
         self.alloc_shared = alloc_shared or (lambda decls, shape: allocate(decls, shape, self.device))
         self.dynamic_judge = dynamic_judge
+        self.session_judge = session_judge
         self.sync = synchronize or (lambda: None)
         self.buffers: dict[str, Buffers] = {}
         self.kernels: dict[str, list[str]] = {}
         self.last: dict[str, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}  # (input clones, refs)
+        self.clock: dict[str, float] = {}  # wall seconds per kind of work (the report's env.correctness_s)
+
+    @contextmanager
+    def timed(self, what: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.clock[what] = self.clock.get(what, 0.0) + time.perf_counter() - t0
 
     # -- pieces ---------------------------------------------------------------------------------
     def new_buffers(self, shape: ShapeSet) -> Buffers:
         return Buffers(self.alloc_shared(self.problem.inputs, shape), self.alloc_shared(self.problem.outputs, shape))
 
     def bind_new(self, target: Target, shape: ShapeSet) -> Buffers:
-        bufs = self.new_buffers(shape)
-        target.bind(shape, bufs.inputs, bufs.outputs)
+        with self.timed("alloc"):
+            bufs = self.new_buffers(shape)
+        with self.timed("bind"):
+            target.bind(shape, bufs.inputs, bufs.outputs)
         self.buffers[shape.name] = bufs
         return bufs
 
@@ -232,16 +248,24 @@ class CorrectnessChecker:
 
     def prepare(self, bufs: Buffers, shape: ShapeSet, trial: object) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Fresh inputs, poisoned outputs; returns (input clones, expected outputs)."""
-        self.gen.fill(bufs.inputs, shape, trial)
-        for o in bufs.outputs:
-            poison_(o)
-        clones = [t.clone() for t in bufs.inputs]
-        refs = self.expected(clones, shape)
-        self.sync()
+        with self.timed("fill"):
+            self.gen.fill(bufs.inputs, shape, trial)
+            for o in bufs.outputs:
+                poison_(o)
+            clones = [t.clone() for t in bufs.inputs]
+            self.sync()
+        with self.timed("reference"):
+            refs = self.expected(clones, shape)
+            self.sync()
         return clones, refs
 
     def verify(self, bufs: Buffers, clones: Sequence[torch.Tensor], refs: Sequence[torch.Tensor], where: str,
                report: ShapeReport | None) -> None:
+        with self.timed("verify"):
+            self._verify(bufs, clones, refs, where, report)
+
+    def _verify(self, bufs: Buffers, clones: Sequence[torch.Tensor], refs: Sequence[torch.Tensor], where: str,
+                report: ShapeReport | None) -> None:
         inputs_unchanged(clones, bufs.inputs, self.problem.inputs, where)
         for out, ref, decl in zip(bufs.outputs, refs, self.problem.outputs, strict=True):
             st = compare_output(decl.name, out, ref, decl.tolerance(), where)
@@ -254,8 +278,9 @@ class CorrectnessChecker:
               report: ShapeReport | None = None, label: str | None = None) -> None:
         bufs = self.buffers[shape.name]
         clones, refs = self.prepare(bufs, shape, trial)
-        record = target.call(shape, checked)
-        self.sync()
+        with self.timed("call_checked" if checked else "call"):
+            record = target.call(shape, checked)
+            self.sync()
         where = f"shape set {shape.name!r}, {label or f'trial {trial}'}"
         if checked and record is not None and self.dynamic_judge is not None:
             self.kernels[shape.name] = list(self.dynamic_judge(record, where) or [])
@@ -275,8 +300,9 @@ class CorrectnessChecker:
         for o in bufs.outputs:
             poison_(o)
         self.sync()
-        target.call(shape, False)
-        self.sync()
+        with self.timed("call"):
+            target.call(shape, False)
+            self.sync()
         self.verify(bufs, clones, refs, f"shape set {shape.name!r}, repeat trial (the previous trial's inputs "
                     "again, outputs poisoned again)", report)
         if report is not None:
@@ -289,8 +315,9 @@ class CorrectnessChecker:
         bufs = self.buffers[shape.name]
         where = f"shape set {shape.name!r}, perturbation of input {self.problem.inputs[which].name}"
         clones, refs = self.prepare(bufs, shape, "perturb-base")
-        target.call(shape, False)
-        self.sync()
+        with self.timed("call"):
+            target.call(shape, False)
+            self.sync()
         self.verify(bufs, clones, refs, where + " (base call)", report)
         prev_out = [o.clone() for o in bufs.outputs]
         decl = self.problem.inputs[which]
@@ -314,10 +341,12 @@ class CorrectnessChecker:
                     new = max(-448.0, min(448.0, new)) if abs(old) < 400 else -old
                 flat[p] = new
         clones = [x.clone() for x in bufs.inputs]
-        refs_new = self.expected(clones, shape)
-        self.sync()
-        target.call(shape, False)
-        self.sync()
+        with self.timed("reference"):
+            refs_new = self.expected(clones, shape)
+            self.sync()
+        with self.timed("call"):
+            target.call(shape, False)
+            self.sync()
         moved_any = False
         for out, old_out, ref_old, ref_new, od in zip(bufs.outputs, prev_out, refs, refs_new, self.problem.outputs,
                                                       strict=True):
@@ -341,6 +370,19 @@ class CorrectnessChecker:
         if report is not None:
             report.perturbation = moved_any
         return moved_any
+
+    def finish_dynamic(self, target: Target) -> None:
+        """A target that records every call in one session (`collect()`: mkb_eval.runner) is
+        judged here, after the trials: the session's record is judged call by call and gives the
+        kernel set of each shape set."""
+        collect = getattr(target, "collect", None)
+        if collect is None or self.session_judge is None:
+            return
+        with self.timed("collect"):
+            record = collect()
+        if record is not None:
+            with self.timed("judge_dynamic"):
+                self.kernels.update(self.session_judge(record, "dynamic check"))
 
     # -- a whole shape set ------------------------------------------------------------------------
     def check_shape(self, target: Target, shape: ShapeSet, trials: int, perturb_input: int | None = 0,

@@ -86,6 +86,42 @@ def judge_record(record: dict[str, Any], where: str) -> list[str]:
     return kernels
 
 
+def judge_session(record: dict[str, Any], where: str) -> dict[str, list[str]]:
+    """Judge a profiler session over several calls (mkb_eval.runner op_call .. op_collect): every
+    recorded call (its aten ops, and the activities between its two marker kernels) by the rules
+    of `judge_record`; nothing of the candidate's may run between calls. Returns the kernel names
+    of the first recorded call of each shape set (the kernel set the timed calls must match)."""
+    calls: Sequence[dict[str, Any]] = record.get("calls", [])
+    acts: Sequence[dict[str, Any]] = record.get("activities", [])
+    allowed = list(record.get("allowed_kernels", []))
+    marks = [i for i, a in enumerate(acts) if a.get("kind") == "kernel" and is_marker(str(a.get("name")))]
+    if len(marks) < 2 * len(calls):
+        raise CandidateFailure("crashed", "profiler_error", f"{where}: the profiler saw {len(marks)} of the "
+                               f"harness's {2 * len(calls)} marker kernels; the dynamic check could not run")
+    if len(marks) > 2 * len(calls):
+        raise incorrect("forbidden_kernel", f"{where}: run() launched the harness's marker kernel itself")
+    kernels: dict[str, list[str]] = {}
+    inside: set[int] = set()
+    for j, c in enumerate(calls):
+        a0, a1 = marks[2 * j], marks[2 * j + 1]
+        inside.update(range(a0, a1 + 1))
+        shape = str(c.get("shape"))
+        ks = judge_record({"ops": c.get("ops", []), "activities": acts[a0:a1 + 1], "allowed_kernels": allowed},
+                          f"{where}, shape set {shape!r}, call {j + 1} of {len(calls)}")
+        kernels.setdefault(shape, ks)
+    stream = acts[marks[0]].get("stream") if marks else None
+    for i, a in enumerate(acts):
+        if i in inside or a.get("kind") not in ("kernel", "memcpy", "memset"):
+            continue
+        name = str(a.get("name"))[:160]
+        if a.get("stream") != stream:
+            raise incorrect("side_stream", f"{where}: {a.get('kind')} {name!r} ran on stream {a.get('stream')}, "
+                            f"outside run() and not on the current stream {stream}")
+        raise incorrect("forbidden_kernel", f"{where}: {a.get('kind')} {name!r} ran between calls of run() "
+                        "(work left running after run() returned)")
+    return kernels
+
+
 def compare_kernel_sets(checked: Sequence[str], timed: Sequence[str], where: str) -> None:
     """The kernels of a profiled timed call must be those of the checked call."""
     if sorted(set(checked)) != sorted(set(timed)):

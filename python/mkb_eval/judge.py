@@ -1,4 +1,4 @@
-"""The judge: the protocol server of docs/protocol.md (version 1). Requests arrive as JSON lines on
+"""The judge: the protocol server of docs/protocol.md (version 2). Requests arrive as JSON lines on
 stdin; responses and progress events leave on a private duplicate of fd 1, and fd 1 itself is
 pointed at fd 2 at start-up, so nothing the judge, torch or a runner prints can reach the channel.
 The judge never imports candidate code: runners do (mkb_eval.runner), one per candidate, from a
@@ -7,7 +7,7 @@ working sandbox the judge refuses to evaluate unless the opt-out is given (--uns
 MKB_EVAL_UNSAFE_NO_SANDBOX=1), which it logs loudly and reports in hello and in every report.
 A watchdog ends the judge when its parent dies or when its memory passes --max-rss-mb.
 
-    python -m mkb_eval.judge [--pool-size 1] [--no-prewarm] [--read-policy enforce|log|off]
+    python -m mkb_eval.judge [--pool-size N] [--no-prewarm] [--read-policy enforce|log|off]
                              [--unsafe-no-sandbox] [--max-rss-mb 16384]
 """
 
@@ -39,7 +39,7 @@ def open_channel() -> IO[str]:
 class Session:
     """Judge-wide state: GPU facts, the runner pool, the baseline cache, loaded problems."""
 
-    def __init__(self, options: Any, pool_size: int, prewarm: bool, netns: bool, unsafe: bool = False):
+    def __init__(self, options: Any, pool_size: int | None, prewarm: bool, netns: bool, unsafe: bool = False):
         import torch
 
         from . import gpuinfo
@@ -70,8 +70,14 @@ class Session:
                   "(only the static check and the audit hook stand between it and this machine)",
                   file=sys.stderr, flush=True)
         self.sandbox_info = self.sandbox.info()
+        if pool_size is None:
+            pool_size = 3 if self.can_run else 1
         self.pool = RunnerPool(self.root, os.environ, self.sandbox, pool_size, netns)
         self.baseline_cache: dict[tuple[str, str], dict[str, Any]] = {}
+        # One judge at a time runs GPU work on this GPU (several judges may share it: mkb_eval.gpulock).
+        from .gpulock import GpuLease, NoLease, gpu_key
+
+        self.gpu_lease: GpuLease | NoLease = GpuLease(gpu_key()) if self.can_run else NoLease()
         self._flush: Any = None
         self._pools: dict[int, Any] = {}
         if prewarm:
@@ -84,10 +90,11 @@ class Session:
                 "cuda": self.versions["cuda"], "gpu": self.gpu_name, "can_run": self.can_run, "dsls": self.dsls,
                 "sandbox": self.sandbox_info}
 
-    def problem(self, problem_dir: str) -> Any:
-        from .problem import load_problem
+    def problem(self, spec: dict[str, Any]) -> Any:
+        """The request's problem, from the spec mkb sent (mkb_eval.problem.problem_from_spec)."""
+        from .problem import problem_from_spec
 
-        return load_problem(problem_dir)
+        return problem_from_spec(spec)
 
     def synchronize(self) -> None:
         import torch
@@ -204,9 +211,11 @@ def validate_evaluate(req: dict[str, Any], session: Session) -> str | None:
     from .evaluation import MODES
     from .problem import ProblemError
 
-    for f in ("problem_dir", "dsl", "mode", "candidates", "seed"):
+    for f in ("problem", "report", "dsl", "mode", "candidates", "seed"):
         if f not in req:
             return f"missing field {f!r}"
+    if not isinstance(req["report"], dict) or not {"verdict", "mode", "reason", "message"} <= set(req["report"]):
+        return "report must be the report template (an object with verdict, mode, reason, message, ...)"
     if req["dsl"] not in session.dsls:
         return f"unknown DSL {req['dsl']!r} (known: {', '.join(session.dsls)})"
     if req["mode"] not in MODES:
@@ -226,12 +235,20 @@ def validate_evaluate(req: dict[str, Any], session: Session) -> str | None:
     for f in ("limits", "timing"):
         if f in req and not isinstance(req[f], dict):
             return f"{f} must be an object"
-    if not isinstance(req["problem_dir"], str) or not os.path.isdir(req["problem_dir"]):
-        return f"problem_dir {req['problem_dir']!r} is not a folder"
+    from .evaluation import DEFAULT_LIMITS, DEFAULT_TIMING
+
+    for f, known in (("limits", DEFAULT_LIMITS), ("timing", DEFAULT_TIMING)):
+        for k, v in (req.get(f) or {}).items():
+            if k not in known:
+                return f"{f}.{k} is not an option (known: {', '.join(sorted(known))})"
+            if isinstance(v, bool) or not isinstance(v, int | float):
+                return f"{f}.{k} must be a number, not {type(v).__name__}"
     try:
-        session.problem(req["problem_dir"])
+        problem = session.problem(req["problem"])
     except ProblemError as e:
-        return f"bad problem: {e}"
+        return f"bad problem spec: {e}"
+    if not problem.dir.is_dir() or not problem.reference.is_file():
+        return f"problem {problem.id}: {problem.reference} is not a file"
     return None
 
 
@@ -298,8 +315,10 @@ def _finite(obj: Any) -> Any:
 def main(argv: list[str] | None = None) -> int:
     out = open_channel()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pool-size", type=int, default=int(os.environ.get("MKB_EVAL_POOL_SIZE", "1")),
-                    help="warm runners kept per DSL")
+    env_pool = os.environ.get("MKB_EVAL_POOL_SIZE")
+    ap.add_argument("--pool-size", type=int, default=int(env_pool) if env_pool else None,
+                    help="warm runners kept per DSL (default: 3 with a GPU, where a runner takes about 8 s to "
+                         "start and an evaluation 3-4 s; 1 without)")
     ap.add_argument("--no-prewarm", action="store_true", help="start runners only when a candidate needs one")
     ap.add_argument("--read-policy", choices=("enforce", "log", "off"),
                     default=os.environ.get("MKB_EVAL_READ_POLICY", "enforce"),

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .sandbox import OsSandbox, runner_env
+from .sandbox import EXTRA_READ_ENV, OsSandbox, runner_env
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
 MAX_REPLY_BYTES = 64 << 20
@@ -45,7 +45,7 @@ class RunnerHandle:
         for sub in ("tmp", "cache"):  # TMPDIR and caches exist before anything in the runner asks
             os.makedirs(os.path.join(self.scratch, sub), exist_ok=True)
         ours, theirs = multiprocessing.Pipe(duplex=True)
-        env = runner_env(env_base, self.scratch, [PACKAGE_PARENT])
+        env = runner_env(env_base, self.scratch, [PACKAGE_PARENT], dsl=dsl)
         cmd = [python, "-m", "mkb_eval.runner", "--fd", str(theirs.fileno()), "--dsl", dsl, "--scratch", self.scratch]
         if sandbox.unsafe:
             if not netns:
@@ -57,7 +57,9 @@ class RunnerHandle:
         with open(self.log_path, "wb") as log:
             sandbox.prepare_scratch(self.scratch)
             pythonpath = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-            self.proc = subprocess.Popen(sandbox.wrap(cmd, self.scratch, pythonpath), stdin=subprocess.DEVNULL,
+            extra_read = [p for p in env.get(EXTRA_READ_ENV, "").split(os.pathsep) if p]
+            self.proc = subprocess.Popen(sandbox.wrap(cmd, self.scratch, pythonpath, extra_read=extra_read),
+                                         stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT, cwd=self.scratch, env=env,
                                          pass_fds=[theirs.fileno()], start_new_session=True)
         theirs.close()

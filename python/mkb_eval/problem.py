@@ -1,14 +1,16 @@
-"""Problems as the evaluator sees them: problem.toml (mirror of crates/mkb-core/src/model.rs),
-reference.py, the `Spec` handed to a candidate's build(spec), input generation from the secret
-seed, and output poisoning (NaN with a payload, integer sentinels) so unwritten elements show."""
+"""Problems as the evaluator sees them: the problem spec that `mkb` sends inside every evaluate
+request (problem.toml parsed and validated once, by the Rust registry; crates/mkb-eval/src/spec.rs
+and docs/protocol.md "The problem spec") read strictly into dataclasses, the `Spec` handed to a
+candidate's build(spec), input generation from the secret seed, and output poisoning (NaN with a
+payload, integer sentinels) so unwritten elements show. No TOML is parsed here."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import math
 import random
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 
 import torch
 
+# The torch dtype of each dtype name of the spec (crates/mkb-core/src/model.rs DType).
 DTYPES: dict[str, torch.dtype] = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
@@ -29,26 +32,24 @@ DTYPES: dict[str, torch.dtype] = {
     "int64": torch.int64,
     "bool": torch.bool,
 }
-FLOAT_DTYPES = {"bfloat16", "float16", "float32", "float64", "float8_e4m3fn"}
-
-# Default tolerances per dtype: the same table as DType::default_tolerance in model.rs.
-DEFAULT_TOLERANCE: dict[str, tuple[float, float]] = {
-    "float64": (1e-9, 1e-9),
-    "float32": (1e-4, 1e-4),
-    "bfloat16": (1e-2, 2e-2),
-    "float16": (2e-3, 4e-3),
-    "float8_e4m3fn": (6e-2, 1.25e-1),
-}
 
 
 class ProblemError(ValueError):
-    """problem.toml or reference.py is malformed (a judge-side error, never a verdict)."""
+    """A problem spec that does not match the protocol (a judge-side error, never a verdict)."""
 
 
 @dataclass(frozen=True)
 class Tolerance:
     atol: float  # multiple of rms(reference)
     rtol: float
+
+
+# The fields of each distribution kind on the wire (serde's tagged enum of model.rs).
+DIST_FIELDS: dict[str, tuple[str, ...]] = {
+    "normal": ("kind", "mean", "std", "jitter"),
+    "uniform": ("kind", "lo", "hi", "jitter"),
+    "randint": ("kind", "lo", "hi"),
+}
 
 
 @dataclass(frozen=True)
@@ -60,39 +61,21 @@ class Distribution:
     hi: float = 1.0
     jitter: bool = True
 
-    @staticmethod
-    def parse(d: Mapping[str, Any] | None, where: str) -> Distribution:
-        if d is None:
-            return Distribution()
-        kind = d.get("kind", "normal")
-        known = {"normal": {"kind", "mean", "std", "jitter"}, "uniform": {"kind", "lo", "hi", "jitter"},
-                 "randint": {"kind", "lo", "hi"}}
-        if kind not in known:
-            raise ProblemError(f"{where}: unknown distribution kind {kind!r}")
-        extra = set(d) - known[kind]
-        if extra:
-            raise ProblemError(f"{where}: unknown fields {sorted(extra)} for {kind}")
-        if kind == "normal":
-            dist = Distribution("normal", mean=float(d.get("mean", 0.0)), std=float(d.get("std", 1.0)),
-                                jitter=bool(d.get("jitter", True)))
-            if not (dist.std > 0 and math.isfinite(dist.std)):
-                raise ProblemError(f"{where}: std must be positive")
-            return dist
-        if "lo" not in d or "hi" not in d:
-            raise ProblemError(f"{where}: {kind} needs lo and hi")
-        dist = Distribution(kind, lo=float(d["lo"]), hi=float(d["hi"]), jitter=bool(d.get("jitter", kind == "uniform")))
-        if not dist.lo < dist.hi:
-            raise ProblemError(f"{where}: needs lo < hi")
-        return dist
+    def to_spec(self) -> dict[str, Any]:
+        d = {"kind": self.kind, "mean": self.mean, "std": self.std, "lo": self.lo, "hi": self.hi,
+             "jitter": self.jitter}
+        if self.kind == "randint":
+            d["lo"], d["hi"] = int(self.lo), int(self.hi)
+        return {k: d[k] for k in DIST_FIELDS[self.kind]}
 
 
 @dataclass(frozen=True)
 class TensorDecl:
     name: str
     dtype: str
-    shape: tuple[str, ...]
+    shape: tuple[str, ...]  # the declared dimension expressions (sizes come per shape set)
     dist: Distribution = field(default_factory=Distribution)
-    atol: float | None = None
+    atol: float | None = None  # outputs: the resolved tolerance
     rtol: float | None = None
 
     @property
@@ -101,14 +84,17 @@ class TensorDecl:
 
     @property
     def is_float(self) -> bool:
-        return self.dtype in FLOAT_DTYPES
+        return self.torch_dtype.is_floating_point
 
     def tolerance(self) -> Tolerance:
-        da, dr = DEFAULT_TOLERANCE.get(self.dtype, (0.0, 0.0))
-        return Tolerance(self.atol if self.atol is not None else da, self.rtol if self.rtol is not None else dr)
+        return Tolerance(self.atol or 0.0, self.rtol or 0.0)
 
-    def resolve(self, dims: Mapping[str, int]) -> tuple[int, ...]:
-        return tuple(resolve_dim(d, dims) for d in self.shape)
+    def resolve(self, shape: ShapeSet) -> tuple[int, ...]:
+        """This tensor's size in shape set `shape` (resolved by mkb)."""
+        try:
+            return shape.sizes[self.name]
+        except KeyError:
+            raise ProblemError(f"shape set {shape.name!r} has no size for tensor {self.name!r}") from None
 
 
 @dataclass(frozen=True)
@@ -116,6 +102,9 @@ class ShapeSet:
     name: str
     kind: str  # "benchmark" | "check"
     dims: Mapping[str, int]
+    sizes: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    bytes: int = 0  # minimal bytes one call moves (problem.toml `bytes` at these dims)
+    flops: int = 0  # FLOPs of one call (0 where the problem declares none)
 
 
 @dataclass(frozen=True)
@@ -125,10 +114,9 @@ class Problem:
     family: str
     title: str
     dir: Path
+    reference: Path  # reference.py
     eager: tuple[str, ...]
-    compile_baseline: str | None
-    flops: str | None
-    bytes: str  # minimal bytes moved per call (each input read once, each output written once)
+    compile_baseline: str
     params: Mapping[str, Any]
     inputs: tuple[TensorDecl, ...]
     outputs: tuple[TensorDecl, ...]
@@ -150,22 +138,22 @@ class Problem:
 
     def min_bytes(self, shape: ShapeSet) -> int:
         """Declared minimal bytes of one call at `shape` (problem.toml `bytes`)."""
-        return int(eval_sum_of_products(self.bytes, shape.dims))
+        return shape.bytes
 
     def flop_count(self, shape: ShapeSet) -> int:
         """Declared FLOPs of one call at `shape` (problem.toml `flops`), 0 where not declared."""
-        return int(eval_sum_of_products(self.flops, shape.dims)) if self.flops else 0
+        return shape.flops
 
     def content_hash(self) -> str:
         """sha256 over problem.toml and reference.py: any edit changes it (baseline cache key)."""
         h = hashlib.sha256()
-        for name in ("problem.toml", "reference.py"):
-            h.update(name.encode() + b"\0" + (self.dir / name).read_bytes() + b"\0")
+        for path in (self.dir / "problem.toml", self.reference):
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
         return h.hexdigest()
 
     @property
     def reference_path(self) -> Path:
-        return self.dir / "reference.py"
+        return self.reference
 
     def load_reference(self) -> ModuleType:
         """Import reference.py (trusted code of the benchmark, never a candidate's)."""
@@ -181,116 +169,142 @@ class Problem:
         return mod
 
 
-def resolve_dim(expr: str | int, dims: Mapping[str, int]) -> int:
-    """Evaluate `2*H`, `H/2`, `T`, `128` left to right (the DimExpr grammar of shape.rs)."""
-    if isinstance(expr, int):
-        return expr
-    text = expr.replace(" ", "")
-    value, op, cur = 1, "*", ""
+# ----------------------------------------------------------------------------------------------
+# The problem spec on the wire: every field required, no other field allowed (names come from the
+# dataclasses above), so a field one side adds and the other lacks is an error naming it.
 
-    def apply(v: int, o: str, term: str) -> int:
-        if not term:
-            raise ProblemError(f"malformed dimension {expr!r}")
-        if term.isdigit():
-            x = int(term)
-        elif term in dims:
-            x = int(dims[term])
-        else:
-            raise ProblemError(f"dimension {term} is not bound in {dict(dims)}")
-        if o == "*":
-            return v * x
-        if x == 0 or v % x:
-            raise ProblemError(f"{expr} is not an exact division")
-        return v // x
-
-    for ch in text:
-        if ch in "*/":
-            value, op, cur = apply(value, op, cur), ch, ""
-        else:
-            cur += ch
-    return apply(value, op, cur)
+INPUT_FIELDS = ("name", "dtype", "shape", "dist")
+OUTPUT_FIELDS = ("name", "dtype", "shape", "atol", "rtol")
+SHAPE_FIELDS = tuple(f.name for f in dataclasses.fields(ShapeSet))
+PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(Problem))
 
 
-def eval_sum_of_products(expr: str, dims: Mapping[str, int]) -> int:
-    """`2*M*N*K + M*N`: products of dimension terms joined by `+` (shape.rs eval_sum_of_products)."""
-    return sum(resolve_dim(part, dims) for part in expr.split("+"))
+def _object(d: Any, where: str, keys: Sequence[str]) -> Mapping[str, Any]:
+    if not isinstance(d, Mapping):
+        raise ProblemError(f"{where}: expected an object, got {type(d).__name__}")
+    for k in keys:
+        if k not in d:
+            raise ProblemError(f"{where}: field `{k}` is missing")
+    for k in d:
+        if k not in keys:
+            raise ProblemError(f"{where}: field `{k}` is unknown (known: {', '.join(keys)})")
+    return d
 
 
-def _tensor_decl(d: Mapping[str, Any], where: str, is_output: bool) -> TensorDecl:
-    allowed = {"name", "dtype", "shape"} | ({"atol", "rtol"} if is_output else {"dist"})
-    extra = set(d) - allowed
-    if extra:
-        raise ProblemError(f"{where}: unknown fields {sorted(extra)}")
-    try:
-        name, dtype, shape = d["name"], d["dtype"], d["shape"]
-    except KeyError as e:
-        raise ProblemError(f"{where}: missing field {e}") from None
+def _typed(value: Any, where: str, kind: type | tuple[type, ...]) -> Any:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    want = " or ".join(k.__name__ for k in kinds)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ProblemError(f"{where}: expected {want}, got a boolean")
+    if not isinstance(value, kinds):
+        raise ProblemError(f"{where}: expected {want}, got {type(value).__name__}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    return list(_typed(value, where, list))
+
+
+def _dist_from_spec(d: Any, where: str) -> Distribution:
+    kind = d.get("kind") if isinstance(d, Mapping) else None
+    if kind not in DIST_FIELDS:
+        raise ProblemError(f"{where}: field `kind` must be one of {', '.join(DIST_FIELDS)}, got {kind!r}")
+    d = _object(d, where, DIST_FIELDS[kind])
+    num = (int, float)
+    if kind == "normal":
+        return Distribution("normal", mean=float(_typed(d["mean"], f"{where}.mean", num)),
+                            std=float(_typed(d["std"], f"{where}.std", num)),
+                            jitter=_typed(d["jitter"], f"{where}.jitter", bool))
+    lo_hi = (int,) if kind == "randint" else num
+    lo = float(_typed(d["lo"], f"{where}.lo", lo_hi))
+    hi = float(_typed(d["hi"], f"{where}.hi", lo_hi))
+    jitter = _typed(d["jitter"], f"{where}.jitter", bool) if kind == "uniform" else False
+    return Distribution(kind, lo=lo, hi=hi, jitter=jitter)
+
+
+def _tensor_from_spec(d: Any, where: str, is_output: bool) -> TensorDecl:
+    d = _object(d, where, OUTPUT_FIELDS if is_output else INPUT_FIELDS)
+    dtype = _typed(d["dtype"], f"{where}.dtype", str)
     if dtype not in DTYPES:
-        raise ProblemError(f"{where}: unknown dtype {dtype!r}")
-    dist = Distribution.parse(d.get("dist"), f"{where}.dist")
-    if dist.kind == "randint" and dtype in FLOAT_DTYPES:
-        raise ProblemError(f"{where}: randint needs an integer dtype")
-    if dist.kind != "randint" and dtype not in FLOAT_DTYPES and not is_output:
-        raise ProblemError(f"{where}: integer input {name!r} needs dist.kind = \"randint\"")
-    return TensorDecl(name=name, dtype=dtype, shape=tuple(str(s) for s in shape), dist=dist,
-                      atol=d.get("atol"), rtol=d.get("rtol"))
+        raise ProblemError(f"{where}.dtype: unknown dtype {dtype!r}")
+    shape = tuple(_typed(x, f"{where}.shape", str) for x in _list(d["shape"], f"{where}.shape"))
+    name = _typed(d["name"], f"{where}.name", str)
+    if is_output:
+        return TensorDecl(name, dtype, shape, atol=float(_typed(d["atol"], f"{where}.atol", (int, float))),
+                          rtol=float(_typed(d["rtol"], f"{where}.rtol", (int, float))))
+    return TensorDecl(name, dtype, shape, dist=_dist_from_spec(d["dist"], f"{where}.dist"))
 
 
-def load_problem(problem_dir: str | Path) -> Problem:
-    """Parse and check problem.toml in `problem_dir` (fields as in model.rs::ProblemFile)."""
-    pdir = Path(problem_dir).resolve()
-    path = pdir / "problem.toml"
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ProblemError(f"{path}: missing") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ProblemError(f"{path}: {e}") from None
-    known = {"id", "slug", "family", "title", "eager", "compile_baseline", "flops", "bytes", "params", "inputs",
-             "outputs", "shapes"}
-    extra = set(data) - known
-    if extra:
-        raise ProblemError(f"{path}: unknown fields {sorted(extra)}")
-    if not isinstance(data.get("bytes"), str) or not data["bytes"].strip():
-        raise ProblemError(f"{path}: field `bytes`: required: the minimal bytes one call moves as an expression "
-                           "over the dims (each input read once, each output written once), e.g. \"4*T*H + 2*H\"")
-    if "flops" in data and not isinstance(data["flops"], str):
-        raise ProblemError(f"{path}: field `flops`: must be a string expression over the dims")
-    try:
-        inputs = tuple(_tensor_decl(t, f"{path}: inputs[{i}]", False) for i, t in enumerate(data["inputs"]))
-        outputs = tuple(_tensor_decl(t, f"{path}: outputs[{i}]", True) for i, t in enumerate(data["outputs"]))
-        for i, s in enumerate(data["shapes"]):
-            if set(s) - {"name", "kind", "dims"}:
-                raise ProblemError(f"{path}: shapes[{i}]: unknown fields {sorted(set(s) - {'name', 'kind', 'dims'})}")
-        shapes = tuple(ShapeSet(s["name"], s["kind"], MappingProxyType({k: int(v) for k, v in s["dims"].items()}))
-                       for s in data["shapes"])
-        eager = tuple(data["eager"])
-        prob = Problem(id=data["id"], slug=data["slug"], family=data["family"], title=data["title"], dir=pdir,
-                       eager=eager, compile_baseline=data.get("compile_baseline"), flops=data.get("flops"),
-                       bytes=data["bytes"],
-                       params=MappingProxyType(dict(data.get("params", {}))), inputs=inputs, outputs=outputs,
-                       shapes=shapes)
-    except KeyError as e:
-        raise ProblemError(f"{path}: missing field {e}") from None
-    if sum(s.kind == "benchmark" for s in prob.shapes) != 1:
-        raise ProblemError(f"{path}: exactly one benchmark shape set is required")
-    if any(s.kind not in ("benchmark", "check") for s in prob.shapes):
-        raise ProblemError(f"{path}: shape kind must be benchmark or check")
-    if not eager:
-        raise ProblemError(f"{path}: eager must list at least one formulation")
-    for s in prob.shapes:
-        for t in (*inputs, *outputs):
-            t.resolve(s.dims)
-        for fname, expr in (("bytes", prob.bytes), ("flops", prob.flops)):
-            if expr is None:
-                continue
-            try:
-                v = eval_sum_of_products(expr, s.dims)
-            except ProblemError as e:
-                raise ProblemError(f"{path}: field `{fname}`: {e} (shape set {s.name!r})") from None
-            if v <= 0:
-                raise ProblemError(f"{path}: field `{fname}`: evaluates to {v} on shape set {s.name!r}; must be > 0")
+def _shape_from_spec(d: Any, where: str) -> ShapeSet:
+    d = _object(d, where, SHAPE_FIELDS)
+    dims = _typed(d["dims"], f"{where}.dims", Mapping)
+    sizes = _typed(d["sizes"], f"{where}.sizes", Mapping)
+    return ShapeSet(
+        name=_typed(d["name"], f"{where}.name", str), kind=_typed(d["kind"], f"{where}.kind", str),
+        dims=MappingProxyType({str(k): int(_typed(v, f"{where}.dims.{k}", int)) for k, v in dims.items()}),
+        sizes=MappingProxyType({str(k): tuple(int(_typed(x, f"{where}.sizes.{k}", int))
+                                              for x in _list(v, f"{where}.sizes.{k}"))
+                                for k, v in sizes.items()}),
+        bytes=int(_typed(d["bytes"], f"{where}.bytes", int)), flops=int(_typed(d["flops"], f"{where}.flops", int)))
+
+
+def problem_from_spec(d: Any, base: Path | None = None) -> Problem:
+    """The Problem of a spec from mkb (crates/mkb-eval/src/spec.rs ProblemSpec). Relative `dir` and
+    `reference` paths (committed fixtures) are taken relative to `base`. Errors name the field."""
+    d = _object(d, "problem spec", PROBLEM_FIELDS)
+    where = f"problem spec {d.get('id')!r}"
+
+    def path(key: str) -> Path:
+        p = Path(_typed(d[key], f"{where}.{key}", str))
+        return p if p.is_absolute() or base is None else base / p
+
+    params = _typed(d["params"], f"{where}.params", Mapping)
+    shapes = tuple(_shape_from_spec(s, f"{where}.shapes[{i}]") for i, s in enumerate(_list(d["shapes"], "shapes")))
+    prob = Problem(
+        id=_typed(d["id"], f"{where}.id", str), slug=_typed(d["slug"], f"{where}.slug", str),
+        family=_typed(d["family"], f"{where}.family", str), title=_typed(d["title"], f"{where}.title", str),
+        dir=path("dir"), reference=path("reference"),
+        eager=tuple(_typed(e, f"{where}.eager", str) for e in _list(d["eager"], f"{where}.eager")),
+        compile_baseline=_typed(d["compile_baseline"], f"{where}.compile_baseline", str),
+        params=MappingProxyType({str(k): _typed(v, f"{where}.params.{k}", (bool, int, float, str))
+                                 for k, v in params.items()}),
+        inputs=tuple(_tensor_from_spec(t, f"{where}.inputs[{i}]", False)
+                     for i, t in enumerate(_list(d["inputs"], f"{where}.inputs"))),
+        outputs=tuple(_tensor_from_spec(t, f"{where}.outputs[{i}]", True)
+                      for i, t in enumerate(_list(d["outputs"], f"{where}.outputs"))),
+        shapes=shapes)
+    if any(s.kind not in ("benchmark", "check") for s in shapes):
+        raise ProblemError(f"{where}.shapes: a kind is \"benchmark\" or \"check\"")
+    if sum(s.kind == "benchmark" for s in shapes) != 1:
+        raise ProblemError(f"{where}.shapes: exactly one shape set of kind \"benchmark\" is required")
+    names = {t.name for t in (*prob.inputs, *prob.outputs)}
+    for s in shapes:
+        if set(s.sizes) != names:
+            raise ProblemError(f"{where}: shape set {s.name!r} sizes {sorted(s.sizes)}, the tensors are {sorted(names)}")
     return prob
+
+
+def problem_to_spec(p: Problem, base: Path | None = None) -> dict[str, Any]:
+    """The canonical spec of `p`: what problem_from_spec read, field for field (the contract test
+    compares it with what mkb sent). With `base`, paths under it are written relative to it."""
+    def path(x: Path) -> str:
+        return str(x.relative_to(base) if base is not None and x.is_relative_to(base) else x)
+
+    def tensor(t: TensorDecl, is_output: bool) -> dict[str, Any]:
+        d: dict[str, Any] = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
+        if is_output:
+            d.update(atol=t.atol, rtol=t.rtol)
+        else:
+            d["dist"] = t.dist.to_spec()
+        return d
+
+    return {"id": p.id, "slug": p.slug, "family": p.family, "title": p.title, "dir": path(p.dir),
+            "reference": path(p.reference), "eager": list(p.eager), "compile_baseline": p.compile_baseline,
+            "params": dict(p.params), "inputs": [tensor(t, False) for t in p.inputs],
+            "outputs": [tensor(t, True) for t in p.outputs],
+            "shapes": [{"name": s.name, "kind": s.kind, "dims": dict(s.dims),
+                        "sizes": {k: list(v) for k, v in s.sizes.items()}, "bytes": s.bytes, "flops": s.flops}
+                       for s in p.shapes]}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -320,8 +334,8 @@ def make_spec(problem: Problem, shape: ShapeSet) -> Spec:
         name=shape.name,
         dims=MappingProxyType(dict(shape.dims)),
         params=MappingProxyType(dict(problem.params)),
-        inputs=tuple(TensorSpec(t.name, t.resolve(shape.dims), t.torch_dtype) for t in problem.inputs),
-        outputs=tuple(TensorSpec(t.name, t.resolve(shape.dims), t.torch_dtype) for t in problem.outputs),
+        inputs=tuple(TensorSpec(t.name, t.resolve(shape), t.torch_dtype) for t in problem.inputs),
+        outputs=tuple(TensorSpec(t.name, t.resolve(shape), t.torch_dtype) for t in problem.outputs),
     )
 
 
@@ -352,7 +366,7 @@ def derive_seed(seed: int, *parts: object) -> int:
 
 
 def allocate(decls: Sequence[TensorDecl], shape: ShapeSet, device: torch.device | str) -> list[torch.Tensor]:
-    return [torch.empty(t.resolve(shape.dims), dtype=t.torch_dtype, device=device) for t in decls]
+    return [torch.empty(t.resolve(shape), dtype=t.torch_dtype, device=device) for t in decls]
 
 
 def jitter_params(dist: Distribution, rng: random.Random) -> tuple[float, float]:

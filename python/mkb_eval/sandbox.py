@@ -6,8 +6,8 @@ paths and the system libraries, a private /dev (the GPU nodes in full mode), a f
 tmpfs /tmp and its writable scratch dir; as root, bwrap keeps only CAP_SETUID/CAP_SETGID and the
 runner drops to an unprivileged uid before it imports anything (`drop_privileges`); a seccomp
 filter refuses fork and exec once the candidate is about to load (`install_seccomp`).
-Python-level layers stay on top: resource limits, an allow-listed environment, and an
-irremovable audit hook that refuses sockets, processes, signals, frame/GC introspection and file
+Python-level layers stay on top: resource limits, an allow-listed environment (plus what each DSL's
+descriptor, dsls/<name>/dsl.toml, passes, sets or lets a runner read), and an irremovable audit hook that refuses sockets, processes, signals, frame/GC introspection and file
 writes outside the scratch dir, and records every refused attempt so the judge can fail the
 candidate even if it swallowed the exception. Harness code (not candidate code) may use ctypes."""
 
@@ -30,10 +30,12 @@ from typing import Any
 
 CLONE_NEWNET = 0x40000000
 
-# Environment variables a runner may inherit from the judge (everything else is dropped).
+# Environment variables a runner may inherit from the judge (everything else is dropped), besides
+# the prefixes the registered DSLs' descriptors list (environment.inherit_prefixes).
 ENV_ALLOW = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES",
              "CUDA_DEVICE_ORDER", "CUDA_PATH", "CUDA_HOME", "NVIDIA_VISIBLE_DEVICES", "TERM")
-ENV_ALLOW_PREFIX = ("CUTE_DSL_", "TVM_", "NVIDIA_TF32", "MKB_EVAL_SANDBOX_")
+ENV_ALLOW_PREFIX = ("NVIDIA_TF32", "MKB_EVAL_SANDBOX_")
+EXTRA_READ_ENV = "MKB_EVAL_SANDBOX_EXTRA_READ"
 
 # Audit events that are always refused once the candidate is loaded.
 BLOCKED_EVENTS = frozenset({
@@ -96,10 +98,26 @@ def set_limits(cpu_s: float | None, fsize_bytes: int | None = 1 << 30) -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize_bytes, fsize_bytes))
 
 
-def runner_env(base: Mapping[str, str], scratch: str, pythonpath_first: Iterable[str] = ()) -> dict[str, str]:
-    """The allow-listed environment of a runner: no secrets, temp and caches inside scratch."""
-    env = {k: v for k, v in base.items() if k in ENV_ALLOW or k.startswith(ENV_ALLOW_PREFIX)}
-    paths = [p for p in pythonpath_first if p] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+def dsl_prefixes() -> tuple[str, ...]:
+    """The environment prefixes every registered DSL passes to its runners."""
+    from .adapters import descriptors
+
+    return tuple(sorted({p for d in descriptors().values() for p in d.inherit_prefixes}))
+
+
+def runner_env(base: Mapping[str, str], scratch: str, pythonpath_first: Iterable[str] = (),
+               dsl: str | None = None) -> dict[str, str]:
+    """The allow-listed environment of a runner: no secrets, temp and caches inside scratch. For a
+    runner of `dsl`, its descriptor adds its python.path first on PYTHONPATH, its environment.runner
+    variables ({scratch} filled in), its sandbox.read_only paths (MKB_EVAL_SANDBOX_EXTRA_READ) and
+    the adapter module to load (MKB_EVAL_ADAPTER: the runner cannot read dsls/)."""
+    from .adapters import ADAPTER_ENV, descriptor
+
+    prefixes = ENV_ALLOW_PREFIX + dsl_prefixes()
+    env = {k: v for k, v in base.items() if k in ENV_ALLOW or k.startswith(prefixes)}
+    desc = descriptor(dsl) if dsl is not None else None
+    first = [*(desc.python_path if desc else ()), *pythonpath_first]
+    paths = [p for p in first if p] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     seen: list[str] = []
     for p in paths:
         if p not in seen:
@@ -108,7 +126,13 @@ def runner_env(base: Mapping[str, str], scratch: str, pythonpath_first: Iterable
     env["HOME"] = scratch
     env["TMPDIR"] = os.path.join(scratch, "tmp")
     env["XDG_CACHE_HOME"] = os.path.join(scratch, "cache")
-    env["CUTE_DSL_CACHE_DIR"] = os.path.join(scratch, "cache", "cute")
+    if desc is not None:
+        for k, v in desc.runner_env.items():
+            env[k] = v.replace("{scratch}", scratch)
+        env[ADAPTER_ENV] = f"{desc.name}={desc.adapter}"
+        extra = [x for x in env.get(EXTRA_READ_ENV, "").split(os.pathsep) if x] + list(desc.read_only)
+        if extra:
+            env[EXTRA_READ_ENV] = os.pathsep.join(dict.fromkeys(extra))
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONNOUSERSITE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
@@ -142,7 +166,7 @@ def default_read_roots(scratch: str) -> list[str]:
     for var in ("CUDA_PATH", "CUDA_HOME"):
         if os.environ.get(var):
             roots.add(os.environ[var])
-    for extra in os.environ.get("MKB_EVAL_SANDBOX_EXTRA_READ", "").split(os.pathsep):
+    for extra in os.environ.get(EXTRA_READ_ENV, "").split(os.pathsep):
         if extra:
             roots.add(extra)
     out = []
@@ -389,7 +413,8 @@ class OsSandbox:
                 if not os.path.islink(p):
                     os.chown(p, self.uid, self.gid)
 
-    def argv(self, scratch: str, pythonpath: Iterable[str] = (), gpu: bool | None = None) -> list[str]:
+    def argv(self, scratch: str, pythonpath: Iterable[str] = (), gpu: bool | None = None,
+             extra_read: Iterable[str] = ()) -> list[str]:
         """bwrap's arguments for one runner (everything before `--` and the command)."""
         assert self.bwrap is not None
         a = [self.bwrap, "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
@@ -428,7 +453,7 @@ class OsSandbox:
         a += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--dev", "/dev", "--proc", "/proc", "--ro-bind-try", "/sys", "/sys"]
         made.update(("/tmp", "/dev", "/proc", "/sys"))
         use_gpu = self.gpu if gpu is None else gpu
-        extra = [p for p in GPU_EXTRA if use_gpu and os.path.exists(p)]
+        extra = [p for p in GPU_EXTRA if use_gpu and os.path.exists(p)] + list(extra_read)
         for r in read_only_roots(pythonpath, extra):
             if not _is_ancestor_or_same(r, "/usr"):
                 a += [*parents(r), "--ro-bind", r, r]
@@ -446,10 +471,12 @@ class OsSandbox:
         a += [*parents(scratch), "--bind", scratch, scratch, "--chdir", scratch]
         return a
 
-    def wrap(self, cmd: list[str], scratch: str, pythonpath: Iterable[str] = (), gpu: bool | None = None) -> list[str]:
+    def wrap(self, cmd: list[str], scratch: str, pythonpath: Iterable[str] = (), gpu: bool | None = None,
+             extra_read: Iterable[str] = ()) -> list[str]:
+        """`cmd` inside bwrap; `extra_read`: more read-only paths (a DSL's sandbox.read_only)."""
         if self.unsafe:
             return list(cmd)
-        return [*self.argv(scratch, pythonpath, gpu), "--", *cmd]
+        return [*self.argv(scratch, pythonpath, gpu, extra_read), "--", *cmd]
 
 
 def bwrap_version(bwrap: str) -> str:

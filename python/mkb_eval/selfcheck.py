@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .adapters import dsl_names
 from .cli import JudgeClient
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,15 +30,16 @@ FIXTURES = REPO / "python" / "tests" / "fixtures"
 
 
 def find_targets(problems: Path, include_fixtures: bool) -> list[tuple[str, Path, str, Path]]:
-    """(label, problem dir, dsl, candidate) for every solution, plus the fixtures of A01."""
+    """(label, problem dir, dsl, candidate) for every solution of a registered DSL, plus the fixtures of A01."""
+    registered = dsl_names()
     out = []
     for sol in sorted(problems.glob("*/*/*/solution.py")):
         dsl = sol.parent.name
-        if dsl in ("cute", "tirx"):
+        if dsl in registered:
             out.append((f"{sol.parents[1].name}/{dsl}/solution", sol.parents[1], dsl, sol))
     a01 = problems / "A" / "A01_bias_gelu"
     if include_fixtures and a01.is_dir():
-        for dsl in ("cute", "tirx"):
+        for dsl in registered:
             f = FIXTURES / f"a01_{dsl}_ok.py"
             if f.is_file():
                 out.append((f"A01_bias_gelu/{dsl}/fixture", a01, dsl, f))
@@ -103,8 +105,7 @@ def sandbox_check(args: argparse.Namespace) -> int:
         cases = [c for c in load_manifest(DEFAULT_MANIFEST) if c.file.startswith("e")]
         available = {d for d, i in (hello.get("dsls") or {}).items() if i.get("available")}
         cases = [c for c in cases if c.dsl in available]
-        for r in run_cases(judge, cases, DEFAULT_MANIFEST.parent, args.problems, bool(hello["can_run"]), mode,
-                           seed=args.seed):
+        for r in run_cases(judge, cases, DEFAULT_MANIFEST.parent, bool(hello["can_run"]), mode, seed=args.seed):
             rows.append({"check": f"escape {r['file']} ({r['mode']})", "ok": r["ok"],
                          "detail": f"expected {r['expected']}, got {r['got']}: {r['message'][:200]}"})
     for r in rows:

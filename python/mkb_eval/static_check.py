@@ -11,33 +11,50 @@ module_patch, builtin_rebind, torch_call, torch_stream, cuda_source."""
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-# ----------------------------------------------------------------------------------------------
-# Tables.
+from .adapters import DslDescriptor, descriptors
 
-DSL_RULES: dict[str, dict[str, object]] = {
-    "cute": {
-        "display": "CuTe DSL",
-        "roots": ("cutlass",),
-        "kernel": lambda d: d in ("cutlass.cute.kernel", "cutlass.cute.jit", "cutlass.jit", "cutlass.kernel"),
-        "kernel_text": "@cute.kernel or @cute.jit",
-        "compile": lambda d: d in ("cutlass.cute.compile",),
-        "compile_text": "cute.compile(...)",
-        "other": ("tvm_tirx", "tvm"),
-    },
-    "tirx": {
-        "display": "TIRx",
-        "roots": ("tvm_tirx",),
-        "kernel": lambda d: d.startswith("tvm_tirx.") and d.rsplit(".", 1)[-1] in ("function", "prim_func", "jit"),
-        "kernel_text": "@T.function, @T.prim_func or @T.jit",
-        "compile": lambda d: d in ("tvm_tirx.tirx.compile", "tvm_tirx.tirx._compile.compile"),
-        "compile_text": "tvm_tirx.tirx.compile(...)",
-        "other": ("cutlass",),
-    },
-}
+# ----------------------------------------------------------------------------------------------
+# Tables. The per-DSL rules come from the DSL descriptors (dsls/<name>/dsl.toml, [static]).
+
+
+@dataclass(frozen=True)
+class DslRules:
+    """What a kernel in one DSL must and must not do, from its descriptor and the others'."""
+
+    display: str
+    roots: tuple[str, ...]
+    kernel_decorators: tuple[str, ...]
+    kernel_text: str
+    compile_calls: tuple[str, ...]
+    compile_text: str
+    other: tuple[str, ...]  # modules owned by every other registered DSL
+
+    def is_kernel(self, dotted: str) -> bool:
+        return any(fnmatch.fnmatchcase(dotted, p) for p in self.kernel_decorators)
+
+    def is_compile(self, dotted: str) -> bool:
+        return any(fnmatch.fnmatchcase(dotted, p) for p in self.compile_calls)
+
+
+def dsl_rules(dsl: str, registered: Mapping[str, DslDescriptor] | None = None) -> DslRules:
+    """The rules for kernels in `dsl` among the `registered` DSLs (default: dsls/ of the repository)."""
+    reg = descriptors() if registered is None else registered
+    if dsl not in reg:
+        raise KeyError(f"unknown DSL {dsl!r} (registered: {', '.join(reg)})")
+    d = reg[dsl]
+    other: list[str] = []
+    for name, o in reg.items():
+        if name != dsl:
+            other += [m for m in o.owned_modules if m not in other and _module_matches(m, d.roots) is None]
+    return DslRules(display=d.display_name, roots=d.roots, kernel_decorators=d.kernel_decorators,
+                    kernel_text=d.kernel_text, compile_calls=d.compile_calls, compile_text=d.compile_text,
+                    other=tuple(other))
+
 
 # Other kernel languages and escape hatches (a module or any submodule of it).
 FORBIDDEN_KERNEL_MODULES = (
@@ -305,10 +322,10 @@ class _ScopeBuilder(ast.NodeVisitor):
 
 
 class _Checker:
-    def __init__(self, tree: ast.Module, dsl: str):
+    def __init__(self, tree: ast.Module, dsl: str, rules: DslRules):
         self.tree = tree
         self.dsl = dsl
-        self.rules = DSL_RULES[dsl]
+        self.rules = rules
         self.scopes = _ScopeBuilder(tree)
         self.parent: dict[ast.AST, ast.AST] = {}
         for node in ast.walk(tree):
@@ -396,15 +413,15 @@ class _Checker:
 
     # -- rules ------------------------------------------------------------------------------------
     def check_import_name(self, full: str, node: ast.AST) -> None:
-        other = _module_matches(full, self.rules["other"])  # type: ignore[arg-type]
+        other = _module_matches(full, self.rules.other)
         if other:
-            self.add("forbidden_import", node, f"imports {full!r}: the other DSL is not allowed in a "
-                     f"{self.rules['display']} variant")
+            self.add("forbidden_import", node, f"imports {full!r}: another DSL is not allowed in a "
+                     f"{self.rules.display} variant")
             return
         bad = _module_matches(full, FORBIDDEN_KERNEL_MODULES) or _module_matches(full, FORBIDDEN_STDLIB)
         if bad:
             self.add("forbidden_import", node, f"imports {full!r} ({bad!r} is not allowed)")
-        if _module_matches(full, self.rules["roots"]):  # type: ignore[arg-type]
+        if _module_matches(full, self.rules.roots):
             self.has_dsl_import = True
 
     def visit_imports(self) -> None:
@@ -468,7 +485,7 @@ class _Checker:
             if d in ("operator.attrgetter", "operator.methodcaller") and not all(
                     isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
                 self.add("dynamic_attr", node, f"{d}() with a computed attribute name")
-            if self.rules["compile"](d):  # type: ignore[operator]
+            if self.rules.is_compile(d):
                 self.has_compile = True
 
     def _module_rooted(self, node: ast.AST) -> bool:
@@ -543,7 +560,7 @@ class _Checker:
     def check_decorators(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
         for d in node.decorator_list:
             target = d.func if isinstance(d, ast.Call) else d
-            if any(self.rules["kernel"](x) for x in self.resolve(target)):  # type: ignore[operator]
+            if any(self.rules.is_kernel(x) for x in self.resolve(target)):
                 self.has_kernel = True
 
     def run(self) -> list[Violation]:
@@ -561,14 +578,14 @@ class _Checker:
                 self.check_concat(node)
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 self.check_decorators(node)
-        display = self.rules["display"]
+        display = self.rules.display
         if not self.has_dsl_import:
             self.add("missing_dsl_import", 1, f"the file does not import {display} "
-                     f"({' or '.join(self.rules['roots'])})")  # type: ignore[arg-type]
+                     f"({' or '.join(self.rules.roots)})")
         if not self.has_kernel:
-            self.add("missing_dsl_kernel", 1, f"no kernel is defined with {display} ({self.rules['kernel_text']})")
+            self.add("missing_dsl_kernel", 1, f"no kernel is defined with {display} ({self.rules.kernel_text})")
         if not self.has_compile:
-            self.add("missing_dsl_compile", 1, f"the {display} compiler is never called ({self.rules['compile_text']})")
+            self.add("missing_dsl_compile", 1, f"the {display} compiler is never called ({self.rules.compile_text})")
         if not any(isinstance(n, ast.FunctionDef) and n.name == "build" for n in self.tree.body):
             self.add("missing_build", 1, "no top-level `def build(spec)`")
         order = {r: i for i, r in enumerate(iter_rules())}
@@ -576,11 +593,12 @@ class _Checker:
         return self.violations
 
 
-def check_source(source: str, dsl: str, filename: str = "kernel.py") -> list[Violation]:
-    """All violations of the static DSL-use check for `dsl` ('cute' or 'tirx'); empty means pass.
-    A file that does not parse yields a single `syntax_error` violation."""
-    if dsl not in DSL_RULES:
-        raise KeyError(f"unknown DSL {dsl!r}")
+def check_source(source: str, dsl: str, filename: str = "kernel.py",
+                 registered: Mapping[str, DslDescriptor] | None = None) -> list[Violation]:
+    """All violations of the static DSL-use check for `dsl` (a registered DSL: its descriptor's
+    rules, see `dsl_rules`); empty means pass. A file that does not parse yields a single
+    `syntax_error` violation."""
+    rules = dsl_rules(dsl, registered)
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
@@ -590,7 +608,7 @@ def check_source(source: str, dsl: str, filename: str = "kernel.py") -> list[Vio
     except (RecursionError, MemoryError):
         return [Violation("syntax_error", 0, "the file is nested too deeply to parse")]
     try:
-        return _Checker(tree, dsl).run()
+        return _Checker(tree, dsl, rules).run()
     except RecursionError:
         return [Violation("syntax_error", 0, "the file is nested too deeply to check")]
 

@@ -13,10 +13,12 @@ import argparse
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from .adapters import dsl_names
 from .cli import JudgeClient, iter_reports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,33 +55,61 @@ def summarize(rows: list[dict[str, Any]], wall_s: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsl", required=True, choices=("cute", "tirx"))
+    ap.add_argument("--dsl", required=True, choices=dsl_names())
     ap.add_argument("--problems", nargs="*", default=["A01", "C01", "D01"])
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--mode", default="full")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="one seed for every request (the same inputs each time: tells noise from input data)")
+    ap.add_argument("--judges", type=int, default=1,
+                    help="judges sharing the GPU (one at a time holds it: mkb_eval.gpulock); the others build")
     ap.add_argument("--judge-arg", action="append", default=[], help="extra judge argument (repeatable)")
     args = ap.parse_args(argv)
     experts = [(pid, find_problem(pid)) for pid in args.problems]
     rows: list[dict[str, Any]] = []
-    with JudgeClient(["--pool-size", "2", *args.judge_arg]) as judge:
-        hello = judge.request("hello", timeout=900)
+    queue = [(i, pid, pdir) for i in range(args.repeat) for pid, pdir in experts]
+    lock = threading.Lock()
+    judges = [JudgeClient(list(args.judge_arg)) for _ in range(args.judges)]
+    try:
+        hellos = [j.request("hello", timeout=900) for j in judges]
+        hello = hellos[0]
         t0 = time.monotonic()
-        for i in range(args.repeat):
-            for pid, pdir in experts:
+
+        def work(judge: JudgeClient) -> None:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    i, pid, pdir = queue.pop(0)
                 t1 = time.monotonic()
-                resp = judge.evaluate(pdir, args.dsl, args.mode, {f"{pid}-{i}": pdir / args.dsl / "solution.py"})
+                resp = judge.evaluate(pdir, args.dsl, args.mode, {f"{pid}-{i}": pdir / args.dsl / "solution.py"},
+                                      seed=args.seed)
                 for _key, rep in iter_reports(resp):
-                    rows.append({"expert": pid, "run": i, "verdict": rep["verdict"], "reason": rep.get("reason"),
-                                 "eval_s": rep.get("eval_s"), "request_s": time.monotonic() - t1,
-                                 "median_us": (rep.get("runtime") or {}).get("median_us"),
-                                 "reps": (rep.get("runtime") or {}).get("reps"), "ideal_us": rep.get("ideal_us"),
-                                 "phases": rep.get("phases")})
-                    r = rows[-1]
-                    print(f"{pid} #{i}: {r['verdict']} {r['reason'] or ''} eval {r['eval_s']:.2f} s, median "
-                          f"{r['median_us']} us, {r['reps']} reps, phases {r['phases']}", flush=True)
+                    env = rep.get("env") or {}
+                    r = {"expert": pid, "run": i, "judge": judges.index(judge), "verdict": rep["verdict"],
+                         "reason": rep.get("reason"), "eval_s": rep.get("eval_s"), "request_s": time.monotonic() - t1,
+                         "median_us": (rep.get("runtime") or {}).get("median_us"),
+                         "reps": (rep.get("runtime") or {}).get("reps"), "ideal_us": rep.get("ideal_us"),
+                         "phases": rep.get("phases"), "gpu_wait_s": env.get("gpu_wait_s", 0.0),
+                         "correctness_s": env.get("correctness_s"), "clocks": env.get("clocks"),
+                         "deciles_us": (env.get("timing") or {}).get("deciles_us")}
+                    with lock:
+                        rows.append(r)
+                    print(f"{pid} #{i} (judge {r['judge']}): {r['verdict']} {r['reason'] or ''} eval {r['eval_s']:.2f} s "
+                          f"(waited {r['gpu_wait_s']:.2f} s for the GPU), median {r['median_us']} us, {r['reps']} reps, "
+                          f"phases {r['phases']}, correctness {r['correctness_s']}", flush=True)
+
+        threads = [threading.Thread(target=work, args=(j,)) for j in judges]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         wall = time.monotonic() - t0
-    summary = {"dsl": args.dsl, "mode": args.mode, "gpu": hello.get("gpu"), "torch": hello.get("torch"),
+    finally:
+        for j in judges:
+            j.close()
+    summary = {"dsl": args.dsl, "mode": args.mode, "judges": args.judges, "gpu": hello.get("gpu"), "torch": hello.get("torch"),
                "command": " ".join(sys.argv), **summarize(rows, wall), "rows": rows}
     print(json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=2))
     if args.out:

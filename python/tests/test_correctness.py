@@ -4,19 +4,18 @@ function passes; each kind of broken or cheating function fails with the right r
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from conftest import problem
 
 from mkb_eval.correctness import CandidateFailure, CorrectnessChecker, compare_output
 from mkb_eval.dynamic import MARKER_KERNEL, judge_record
-from mkb_eval.problem import InputGenerator, ShapeSet, Tolerance, load_problem, poison_
+from mkb_eval.problem import InputGenerator, ShapeSet, Tolerance, poison_
 
-PROBLEMS = Path(__file__).parents[2] / "problems"
-A01 = load_problem(PROBLEMS / "A/A01_bias_gelu")
-C01 = load_problem(PROBLEMS / "C/C01_softmax")
+A01 = problem("A01")
+C01 = problem("C01")
 REF_A01 = A01.load_reference()
 REF_C01 = C01.load_reference()
 

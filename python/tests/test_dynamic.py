@@ -9,7 +9,14 @@ import pytest
 
 from mkb_eval.adapters.tirx import kernel_names
 from mkb_eval.correctness import CandidateFailure
-from mkb_eval.dynamic import MARKER_KERNEL, compare_kernel_sets, judge_record, kernel_allowed, op_packet
+from mkb_eval.dynamic import (
+    MARKER_KERNEL,
+    compare_kernel_sets,
+    judge_record,
+    judge_session,
+    kernel_allowed,
+    op_packet,
+)
 from mkb_eval.timing import quantile, summarize, wall_mismatch
 
 KERN = "kernel_cutlass_bias_gelu_kernel_tensorptrbf16_0"
@@ -62,6 +69,58 @@ def test_foreign_kernels_memcpy_and_streams() -> None:
     # No markers at all: the profiler did not work; that is not the candidate's fault.
     with pytest.raises(CandidateFailure) as ei:
         judge_record({"ops": [], "activities": [act(KERN)], "allowed_kernels": [KERN]}, "x")
+    assert ei.value.verdict == "crashed" and ei.value.reason == "profiler_error"
+
+
+def session(*calls: tuple[str, list[dict[str, Any]], list[str]], between: list[dict[str, Any]] | None = None,
+            after: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A session record over several calls: (shape, activities inside the markers, ops) each;
+    `between` goes after the first call's end marker, `after` after the last."""
+    acts: list[dict[str, Any]] = []
+    for i, (_, inside, _) in enumerate(calls):
+        acts += [act(MARKER_KERNEL), *inside, act(MARKER_KERNEL)]
+        if i == 0 and between:
+            acts += between
+    acts += after or []
+    return {"calls": [{"shape": sh, "ops": ops} for sh, _, ops in calls], "activities": acts,
+            "allowed_kernels": [KERN]}
+
+
+def session_reason(rec: dict[str, Any]) -> str:
+    with pytest.raises(CandidateFailure) as ei:
+        judge_session(rec, "here")
+    return ei.value.reason
+
+
+def test_session_is_judged_call_by_call() -> None:
+    ok = session(("small", [act(KERN)], ["aten.view.default"]), ("small", [act(KERN), act(KERN)], []),
+                 ("bench", [act(KERN)], []))
+    assert judge_session(ok, "x") == {"small": [KERN], "bench": [KERN]}  # the first call of each shape set
+    # Any call of the session, not only the first of a shape set, is held to the rules.
+    assert session_reason(session(("small", [act(KERN)], []), ("small", [act(KERN)], ["aten.mm.default"]))) \
+        == "forbidden_torch_op"
+    assert session_reason(session(("small", [act(KERN)], []), ("bench", [act("ampere_sgemm")], []))) \
+        == "forbidden_kernel"
+    assert session_reason(session(("small", [act(KERN)], []), ("bench", [act(KERN, stream=13)], []))) \
+        == "side_stream"
+    assert session_reason(session(("s", [act("Memcpy DtoD", kind="memcpy")], []))) == "forbidden_kernel"
+
+
+def test_session_work_outside_calls_and_marker_counts() -> None:
+    # Work still running after run() returned (between two calls or after the last one).
+    assert session_reason(session(("a", [act(KERN)], []), ("a", [act(KERN)], []), between=[act(KERN)])) \
+        == "forbidden_kernel"
+    assert session_reason(session(("a", [act(KERN)], []), after=[act(KERN, stream=13)])) == "side_stream"
+    # Sync and unnamed activities outside calls are not judged.
+    assert judge_session(session(("a", [act(KERN)], []), after=[act("", kind="unnamed"),
+                                                                act("Event Sync", kind="sync")]), "x") == {"a": [KERN]}
+    # A candidate that launches the marker kernel itself, and a profiler that lost markers.
+    extra = session(("a", [act(KERN), act(MARKER_KERNEL), act(MARKER_KERNEL)], []))
+    assert session_reason(extra) == "forbidden_kernel"
+    lost = session(("a", [act(KERN)], []), ("a", [act(KERN)], []))
+    lost["activities"] = lost["activities"][:-1]
+    with pytest.raises(CandidateFailure) as ei:
+        judge_session(lost, "here")
     assert ei.value.verdict == "crashed" and ei.value.reason == "profiler_error"
 
 

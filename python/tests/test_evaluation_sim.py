@@ -17,15 +17,16 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import FIXTURES, PROBLEMS
+from conftest import BUNDLE, FIXTURES
 
-from mkb_eval import evaluation, ipc, timing
+from mkb_eval import evaluation, ipc, phase_baselines, timing
 from mkb_eval.dynamic import MARKER_KERNEL
 from mkb_eval.evaluation import GroupEvaluation, JudgeOptions
+from mkb_eval.gpulock import GpuLease
 from mkb_eval.pool import RunnerError
 from mkb_eval.problem import allocate
 
-A01 = PROBLEMS / "A/A01_bias_gelu"
+A01 = BUNDLE.spec("A01")
 KERNEL = "bias_gelu_kernel"
 IDS = {"torch.cuda.Event.elapsed_time": 1, "time.perf_counter": 2}
 SHARED: dict[int, torch.Tensor] = {}  # fake IPC: descriptor id -> the judge's tensor
@@ -52,6 +53,7 @@ class Behaviour:
         self.fail_op = fail_op  # (op, RunnerError kind, exit status the process then shows)
         self.calls = 0
         self.timed = 0
+        self.unleased: list[str] = []  # GPU ops that ran while the judge did not hold the GPU lease
 
     def rep_time(self) -> float:
         self.timed += 1
@@ -71,6 +73,8 @@ class FakeRunner:
         self.proc = type("P", (), {"poll": staticmethod(lambda: self.rc)})()
         self.pid = 424242
         self.time_msgs: list[dict[str, Any]] = []  # every `time` request, as the runner received it
+        self.lease: GpuLease | None = None  # the judge's GPU lease (FakeSession)
+        self.session: dict[str, Any] | None = None  # the open profiler session's record
         self.answers: list[tuple[int, Any]] = []  # (rep, the judge's answer to its "rep" event)
 
     def wait_ready(self, timeout: float) -> dict[str, Any]:
@@ -102,6 +106,8 @@ class FakeRunner:
                 on_event: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None) -> dict[str, Any]:
         op = msg["op"]
         reply: dict[str, Any] = {"ok": True}
+        if op in ("call", "time") and not (self.lease is not None and self.lease.held):
+            self.b.unleased.append(op)
         if self.b.fail_op is not None and op == self.b.fail_op[0]:
             self.rc = self.b.fail_op[2]
             raise RunnerError(self.b.fail_op[1], "the fake runner failed")
@@ -111,12 +117,22 @@ class FakeRunner:
             self.bound[msg["shape"]] = ([SHARED[d["fake"]] for d in msg["inputs"]],
                                         [SHARED[d["fake"]] for d in msg["outputs"]])
         elif op == "call":
+            # Like mkb_eval.runner: the first checked call opens a session that records every
+            # later call (between markers) until "collect".
+            if msg.get("checked") and self.session is None:
+                self.session = {"calls": [], "activities": [], "allowed_kernels": list(self.b.allowed)}
             try:
                 k = self._call(msg["shape"])
             except Exception as e:  # the runner reports a raising run() like this
                 return {"ok": False, "reason": "runtime_error", "error": repr(e), "summary": f"{type(e).__name__}: {e}",
                         "ids": self.ids(), "violations": []}
-            reply["record"] = self._record(k) if msg.get("checked") else None
+            if self.session is not None:
+                rec = self._record(k)
+                self.session["calls"].append({"shape": msg["shape"], "ops": rec["ops"]})
+                self.session["activities"] += rec["activities"]
+            reply["record"] = None
+        elif op == "collect":
+            reply["record"], self.session = self.session, None
         elif op == "time":
             self.time_msgs.append(dict(msg))
             for _ in range(msg.get("warmup", 0)):
@@ -149,10 +165,12 @@ class FakeRunner:
 class FakePool:
     def __init__(self, behaviours: list[Behaviour], tmp: Path):
         self.queue = [FakeRunner(b, tmp) for b in behaviours]
+        self.lease: GpuLease | None = None
         self.used: list[FakeRunner] = []
 
     def acquire(self, dsl: str) -> FakeRunner:
         r = self.queue.pop(0)
+        r.lease = self.lease
         self.used.append(r)
         return r
 
@@ -167,10 +185,12 @@ class FakeSession:
         self.dsls = {"cute": {"available": True, "version": "fake"}, "tirx": {"available": True, "version": "fake"}}
         self.pool = FakePool(behaviours, tmp)
         self.baseline_cache: dict[Any, Any] = {}
+        self.gpu_lease = GpuLease("fake-gpu", str(tmp / "locks"))
+        self.pool.lease = self.gpu_lease
 
-    def problem(self, d: str) -> Any:
-        from mkb_eval.problem import load_problem
-        return load_problem(d)
+    def problem(self, spec: dict[str, Any]) -> Any:
+        from mkb_eval.problem import problem_from_spec
+        return problem_from_spec(spec)
 
     def synchronize(self) -> None:
         pass
@@ -196,8 +216,8 @@ def cpu_timing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Baselines are timed in the judge with CUDA events: on CPU, a wall clock stands in; the
     ceilings are fake; the disk cache lives in this test's folder; buffers are "shared" by id."""
     monkeypatch.setenv("MKB_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(evaluation, "_CEILINGS", {})
-    monkeypatch.setattr(evaluation, "_DRIVER", ["fake-driver 1.0"])
+    monkeypatch.setattr(phase_baselines, "_CEILINGS", {})
+    monkeypatch.setattr(phase_baselines, "_DRIVER", ["fake-driver 1.0"])
     monkeypatch.setattr(timing, "measure_ceilings", lambda: {
         "bandwidth_bytes_per_s": BENCH_BYTES / (FAKE["ideal_us"] * 1e-6), "bf16_flops_per_s": 1e15})
 
@@ -223,8 +243,9 @@ def cpu_timing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         orig(self, *a, **k)
         from dataclasses import replace
         from types import MappingProxyType
-        shapes = tuple(replace(s, dims=MappingProxyType({"T": 48, "H": 512})) if s.kind == "benchmark" else s
-                       for s in self.problem.shapes)
+        small = {"dims": MappingProxyType({"T": 48, "H": 512}), "bytes": 4 * 48 * 512 + 2 * 512,
+                 "sizes": MappingProxyType({"x": (48, 512), "b": (512,), "y": (48, 512)})}
+        shapes = tuple(replace(s, **small) if s.kind == "benchmark" else s for s in self.problem.shapes)
         self.problem = replace(self.problem, shapes=shapes)
         self.gen.problem = self.problem
     monkeypatch.setattr(evaluation.GroupEvaluation, "__init__", small_bench)
@@ -236,7 +257,7 @@ def evaluate(behaviours: dict[str, Behaviour], mode: str, tmp: Path, session: Fa
     if not session.pool.queue:
         session.pool = FakePool(list(behaviours.values()), tmp)
     events: list[dict[str, Any]] = []
-    req = {"id": "e1", "problem_dir": str(A01), "dsl": "cute", "mode": mode, "seed": 99,
+    req = {"id": "e1", "problem": A01, "report": BUNDLE.template(mode), "dsl": "cute", "mode": mode, "seed": 99,
            "candidates": [{"key": k, "path": str(FIXTURES / "a01_cute_ok.py")} for k in behaviours],
            "timing": timing_cfg or {"min_reps": 40, "max_reps": 200, "warmup": 2, "rounds": 3, "checked": 3}}
     out = GroupEvaluation(session, req, events.append).run()
@@ -287,6 +308,10 @@ def test_full_mode_group(tmp_path: Path) -> None:
     assert good["phases"]["timing"] > 0 and good["phases"]["correctness"] > 0 and good["phases"]["recheck"] > 0
     assert good["ideal_us"] == pytest.approx(20.0) and "roofline ideal" in good["message"]
     assert good["env"]["timing"]["checked_reps"] >= 9 and good["env"]["timing"]["rounds"] >= 3
+    # Every GPU op of every candidate ran under the judge's GPU lease, and the lease is given back.
+    assert all(not b.unleased for b in behaviours.values()), {k: b.unleased for k, b in behaviours.items()}
+    assert not session.gpu_lease.held
+    assert set(good["env"]["correctness_s"]) >= {"fill", "reference", "call", "call_checked", "verify", "bind"}
     # The baselines are cached per session: a second request does not time them again.
     cached = session.baseline_cache
     assert len(cached) == 1 and next(iter(cached.values()))["compile_tried"]
@@ -435,13 +460,13 @@ def test_disk_cache_of_baselines_and_ceilings(tmp_path: Path, monkeypatch: pytes
     files = sorted((tmp_path / "cache").rglob("*.json"))
     assert [p.parent.name for p in files] == ["baselines", "ceilings"]
     # A new judge (empty memory): the disk entry is used, nothing is timed again.
-    monkeypatch.setattr(evaluation, "_CEILINGS", {})
+    monkeypatch.setattr(phase_baselines, "_CEILINGS", {})
     second, _, _ = evaluate({"b": Behaviour(gelu, time_us=80.0)}, "bench", tmp_path)
     assert measured == ["Fake GPU"] and ceil_calls == [1]
     assert second["b"]["t_ref_us"] == first["a"]["t_ref_us"] and second["b"]["floor_us"] == first["a"]["floor_us"]
     # Another driver: another key, measured again.
-    monkeypatch.setattr(evaluation, "_DRIVER", ["fake-driver 2.0"])
-    monkeypatch.setattr(evaluation, "_CEILINGS", {})
+    monkeypatch.setattr(phase_baselines, "_DRIVER", ["fake-driver 2.0"])
+    monkeypatch.setattr(phase_baselines, "_CEILINGS", {})
     evaluate({"c": Behaviour(gelu, time_us=80.0)}, "bench", tmp_path)
     assert len(measured) == 2 and len(ceil_calls) == 2
     # A corrupt entry is ignored with a warning, then measured and rewritten.

@@ -12,27 +12,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, PROBLEMS
+from conftest import BUNDLE, FIXTURES, PROBLEMS, SPEC_BUNDLE
 
+from mkb_eval import PROTOCOL_VERSION
 from mkb_eval.cli import JudgeClient
 
 A01 = PROBLEMS / "A/A01_bias_gelu"
-REPORT_FIELDS = {"verdict", "mode", "reason", "message", "compile_s", "runtime", "baselines", "t_ref_us",
-                 "t_ref_name", "speedup_eager", "speedup_compile", "floor_us", "kernels", "env", "checks", "log",
-                 "eval_s", "ideal_us", "phases"}
 
 
 def one_report(resp: dict[str, Any], key: str = "c") -> dict[str, Any]:
-    assert resp["ok"] is True and resp["v"] == 1, resp
+    assert resp["ok"] is True and resp["v"] == PROTOCOL_VERSION, resp
     reports = {r["key"]: r["report"] for r in resp["reports"]}
     rep = reports[key]
-    assert set(rep) == REPORT_FIELDS
+    assert set(rep) == set(BUNDLE.report), "exactly the fields of the template mkb sent"
     return rep
 
 
 def test_hello(judge: JudgeClient) -> None:
     h = judge.request("hello", timeout=300)
-    assert h["ok"] is True and h["v"] == 1 and h["id"] == "h1"
+    assert h["ok"] is True and h["v"] == PROTOCOL_VERSION and h["id"] == "h1"
     assert isinstance(h["pid"], int) and h["python"].startswith("3.")
     assert h["torch"].startswith("2.") and h["gpu"] is None and h["can_run"] is False
     assert h["dsls"]["cute"] == {"available": True, "version": "4.8.1"}
@@ -105,22 +103,30 @@ def test_gpu_modes_without_a_gpu(judge: JudgeClient) -> None:
 def test_malformed_requests_get_errors_and_the_judge_keeps_serving(judge: JudgeClient) -> None:
     judge.send_raw("{this is not json")
     r = judge.read(60)
-    assert r == {"v": 1, "id": None, "ok": False, "error": r["error"]} and "bad JSON" in r["error"]
+    assert r == {"v": PROTOCOL_VERSION, "id": None, "ok": False, "error": r["error"]} and "bad JSON" in r["error"]
     judge.send_raw("[1, 2, 3]")
     assert judge.read(60)["ok"] is False
-    judge.send_raw(json.dumps({"v": 1, "id": "x1", "op": "fly"}))
+    judge.send_raw(json.dumps({"v": PROTOCOL_VERSION, "id": "x1", "op": "fly"}))
     r = judge.read(60)
     assert r["id"] == "x1" and r["ok"] is False and "unknown op" in r["error"]
-    base = {"v": 1, "op": "evaluate", "problem_dir": str(A01), "dsl": "cute", "mode": "compile",
-            "candidates": [{"key": "c", "path": str(FIXTURES / "a01_cute_ok.py")}], "seed": 1}
+    spec = BUNDLE.spec("A01")
+    base = {"v": PROTOCOL_VERSION, "op": "evaluate", "problem": spec, "report": BUNDLE.template("compile"),
+            "dsl": "cute", "mode": "compile", "candidates": [{"key": "c", "path": str(FIXTURES / "a01_cute_ok.py")}],
+            "seed": 1}
     bad_requests = {
         "x2": ({k: v for k, v in base.items() if k != "seed"}, "missing field"),
         "x3": ({**base, "dsl": "triton"}, "unknown DSL"),
         "x4": ({**base, "mode": "fast"}, "unknown mode"),
         "x5": ({**base, "candidates": []}, "non-empty"),
-        "x6": ({**base, "problem_dir": "/nonexistent"}, "not a folder"),
+        "x6": ({**base, "problem": {**spec, "colour": 1}}, "bad problem spec"),
+        "x9": ({**base, "problem": {**spec, "reference": "/nonexistent/reference.py"}}, "not a file"),
+        "x10": ({k: v for k, v in base.items() if k != "report"}, "missing field 'report'"),
+        "x11": ({**base, "report": {"verdict": "correct"}}, "report template"),
         "x7": ({**base, "candidates": [{"key": "a", "path": "p"}, {"key": "a", "path": "q"}]}, "duplicate"),
         "x8": ({**base, "seed": "secret"}, "seed"),
+        "x12": ({**base, "timing": {"min_time_s": 1.0}}, "timing.min_time_s is not an option"),
+        "x13": ({**base, "timing": {"rounds": "five"}}, "timing.rounds must be a number"),
+        "x14": ({**base, "limits": {"gpu_s": 3}}, "limits.gpu_s is not an option"),
     }
     for rid, (req, why) in bad_requests.items():
         judge.send_raw(json.dumps({**req, "id": rid}))
@@ -132,19 +138,19 @@ def test_malformed_requests_get_errors_and_the_judge_keeps_serving(judge: JudgeC
 
 def test_version_mismatch_and_shutdown() -> None:
     client = JudgeClient(["--no-prewarm"], stderr=subprocess.DEVNULL)
-    client.send_raw(json.dumps({"v": 2, "id": "old", "op": "hello"}))
+    client.send_raw(json.dumps({"v": PROTOCOL_VERSION - 1, "id": "old", "op": "hello"}))
     r = client.read(300)
     assert r["id"] == "old" and r["ok"] is False and "version" in r["error"]
     assert client.proc.wait(60) == 2
     client2 = JudgeClient(["--no-prewarm"], stderr=subprocess.DEVNULL)
-    assert client2.request("shutdown", timeout=300) == {"v": 1, "id": "s1", "ok": True}
+    assert client2.request("shutdown", timeout=300) == {"v": PROTOCOL_VERSION, "id": "s1", "ok": True}
     assert client2.proc.wait(60) == 0
 
 
 def test_cli_compile_mode() -> None:
     p = subprocess.run([sys.executable, "-m", "mkb_eval.cli", "--problem-dir", str(A01), "--dsl", "cute",
                         "--candidate", str(A01 / "cute/starter.py"), "--mode", "compile", "--judge-arg=--no-prewarm",
-                        "--quiet"], capture_output=True, text=True, timeout=600)
+                        "--quiet", "--spec-bundle", str(SPEC_BUNDLE)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr
     rep = json.loads(p.stdout)
     assert rep["verdict"] == "static_check_failed"

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, PROBLEMS, REPO
+from conftest import BUNDLE, FIXTURES, PROBLEMS, REDTEAM_CASES, REPO
 
 from mkb_eval.cli import JudgeClient
 from mkb_eval.pool import RunnerHandle
-from mkb_eval.redteam import DEFAULT_MANIFEST, load_manifest
+from mkb_eval.redteam import cases_from_json
 from mkb_eval.sandbox import (
     MAX_CANDIDATE_BYTES,
     CandidateTooLarge,
@@ -292,7 +292,7 @@ def sandboxed_judge(tmp_path_factory: pytest.TempPathFactory) -> Any:
     that does not, so the allow-list is not what hides it)."""
     log = (tmp_path_factory.mktemp("sbjudge") / "stderr.txt").open("w")
     env = {**os.environ, "MKB_PLANTED_API_KEY": "sk-planted-0123456789", "PLANTED_PLAIN": "plain-planted-9876"}
-    client = JudgeClient(["--pool-size", "0", "--no-prewarm"], env=env, stderr=log)
+    client = JudgeClient(["--pool-size", "0", "--no-prewarm"], env=env, stderr=log, bundle=BUNDLE)
     try:
         yield client
     finally:
@@ -341,7 +341,8 @@ out["detail"] = "found %r in %d bytes" % (hits, len(seen))
     assert "BLOCKED: found [] in" in rep["message"] + rep["log"], rep["message"]
 
 
-ESCAPES = [c for c in load_manifest(DEFAULT_MANIFEST) if c.file.startswith("e") and c.reason == ["build_error"]]
+ESCAPES = [c for c in cases_from_json(json.loads(REDTEAM_CASES.read_text()), REPO)[1]
+           if c.file.startswith("e") and c.reasons == ["build_error"]]
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="the /etc/shadow case escapes only when the judge runs as root (CI does)")
@@ -351,11 +352,11 @@ def test_escape_cases_escape_without_the_os_sandbox(tmp_path: Path) -> None:
     sandbox stops (test_redteam.py checks they are blocked with it)."""
     assert len(ESCAPES) >= 5
     log = (tmp_path / "stderr.txt").open("w")
-    with JudgeClient(["--pool-size", "0", "--no-prewarm", "--unsafe-no-sandbox"], stderr=log) as judge:
+    with JudgeClient(["--pool-size", "0", "--no-prewarm", "--unsafe-no-sandbox"], stderr=log, bundle=BUNDLE) as judge:
         h = judge.request("hello", timeout=600)
         assert h["sandbox"]["unsafe"] is True
         for c in ESCAPES:
-            rep = one_report(judge.evaluate(PROBLEMS / c.problem, c.dsl, "compile",
+            rep = one_report(judge.evaluate(c.problem_id, c.dsl, "compile",
                                             {"c": REPO / "tests" / "adversarial" / c.file}, seed=3))
             assert rep["verdict"] == "correct", f"{c.file} did not escape without the sandbox: {rep['message']}"
             assert rep["env"]["sandbox"]["unsafe"] is True
@@ -365,13 +366,13 @@ def test_escape_cases_escape_without_the_os_sandbox(tmp_path: Path) -> None:
 
 def test_refuses_to_run_without_a_sandbox(tmp_path: Path) -> None:
     env = {**os.environ, "MKB_BWRAP": str(tmp_path / "no-such-bwrap")}
-    with JudgeClient(["--pool-size", "0", "--no-prewarm"], env=env, stderr=subprocess.DEVNULL) as judge:
+    with JudgeClient(["--pool-size", "0", "--no-prewarm"], env=env, stderr=subprocess.DEVNULL, bundle=BUNDLE) as judge:
         h = judge.request("hello", timeout=600)
         assert h["ok"] is False and "no OS sandbox" in h["error"] and "--unsafe-no-sandbox" in h["error"], h
         r = judge.evaluate(A01, "cute", "compile", {"c": FIXTURES / "a01_cute_ok.py"}, seed=1)
         assert r["ok"] is False and "no OS sandbox" in r["error"]
     env["MKB_EVAL_UNSAFE_NO_SANDBOX"] = "1"
-    with JudgeClient(["--pool-size", "0", "--no-prewarm"], env=env, stderr=subprocess.DEVNULL) as judge:
+    with JudgeClient(["--pool-size", "0", "--no-prewarm"], env=env, stderr=subprocess.DEVNULL, bundle=BUNDLE) as judge:
         h = judge.request("hello", timeout=600)
         assert h["ok"] is True and h["sandbox"]["tool"] == "none" and h["sandbox"]["unsafe"] is True
 

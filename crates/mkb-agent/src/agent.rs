@@ -55,8 +55,8 @@ pub struct AttemptSpec {
     pub sampling: Sampling,
     /// Some(max chars) to distill a skill after the attempt (solo attempts).
     pub distill_max_chars: Option<usize>,
-    /// The skill's target DSL for the leak audit (the other DSL).
-    pub audit_target: Dsl,
+    /// The leak markers of every DSL this attempt's skill may be given to (the leak audit).
+    pub audit_markers: Vec<String>,
     /// Absolute folder for this attempt's artifacts, and the same relative to the run folder.
     pub dir: PathBuf,
     pub rel_dir: String,
@@ -681,7 +681,7 @@ async fn distill(
     };
     skill
         .flags
-        .extend(audit(&skill, spec.audit_target, source.as_deref()));
+        .extend(audit(&skill, &spec.audit_markers, source.as_deref()));
     traj.log("skill", json!({"skill": skill, "usage": usage}))?;
     Ok((skill, usage))
 }
@@ -802,7 +802,7 @@ mod tests {
         ConversationKey {
             model_label: "fake-model".into(),
             problem: "A01".into(),
-            dsl: Dsl::Cute,
+            dsl: Dsl::CUTE,
             condition: Condition::Solo,
             run: 0,
         }
@@ -839,7 +839,7 @@ mod tests {
             attempt_id: "fake-model/A01/cute/solo/r0".into(),
             key: key(),
             problem_dir: run_dir.join("problem"),
-            dsl: Dsl::Cute,
+            dsl: Dsl::CUTE,
             user_prompt: "Write the kernel.".into(),
             brief: "the brief".into(),
             starter: "the starter".into(),
@@ -852,7 +852,7 @@ mod tests {
             },
             sampling: Sampling::default(),
             distill_max_chars: None,
-            audit_target: Dsl::Tirx,
+            audit_markers: vec!["@T.prim_func".into()],
             dir: run_dir.join(&rel_dir),
             rel_dir,
             gpu_available: true,

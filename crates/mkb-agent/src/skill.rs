@@ -2,7 +2,6 @@
 //! markdown body, a hard length cap), the leak audit (code in the target DSL, a verbatim copy
 //! of the source kernel), and the fixed prompt slot a skill is shown in.
 
-use mkb_core::Dsl;
 use serde::{Deserialize, Serialize};
 
 /// Default hard cap on a skill's length, in characters (docs/design.md).
@@ -132,39 +131,11 @@ fn parse_frontmatter(t: &str) -> Option<(String, String, String)> {
     Some((name?, desc.unwrap_or_default(), body))
 }
 
-/// Markers of code in a DSL (checked on the skill's text).
-fn dsl_markers(dsl: Dsl) -> &'static [&'static str] {
-    match dsl {
-        Dsl::Cute => &[
-            "@cute.kernel",
-            "@cute.jit",
-            "cute.compile(",
-            "import cutlass",
-            "cute.arch.",
-            "from_dlpack(",
-            "cute.make_layout",
-            "cute.make_copy_atom",
-            "cute.nvgpu",
-        ],
-        Dsl::Tirx => &[
-            "@T.function",
-            "@T.prim_func",
-            "import tvm_tirx",
-            "tvm_tirx.",
-            "T.device_entry",
-            "T.cuda.",
-            "T.ptx",
-            "T.alloc_shared",
-            "T.Tensor(",
-        ],
-    }
-}
-
-/// Does the text hold code in this DSL? Returns the markers found.
-pub fn dsl_code_markers(text: &str, dsl: Dsl) -> Vec<&'static str> {
-    dsl_markers(dsl)
+/// The markers (from the DSLs' descriptors, `skill.leak_markers`) that the text holds.
+pub fn dsl_code_markers<'a>(text: &str, markers: &'a [String]) -> Vec<&'a str> {
+    markers
         .iter()
-        .copied()
+        .map(String::as_str)
         .filter(|m| text.contains(m))
         .collect()
 }
@@ -202,12 +173,13 @@ pub fn longest_copied_run(skill: &str, kernel: &str) -> usize {
 /// Lines in a row that count as a verbatim copy of the source kernel.
 pub const COPY_RUN_LINES: usize = 6;
 
-/// The leak audit: flag (never drop) a skill with code in the target DSL or a verbatim copy
-/// of the source kernel. Returns the flags to add.
-pub fn audit(skill: &Skill, target: Dsl, source_kernel: Option<&str>) -> Vec<String> {
+/// The leak audit: flag (never drop) a skill with code in a target DSL (`target_markers`: the
+/// leak markers of every DSL the skill may be given to) or a verbatim copy of the source
+/// kernel. Returns the flags to add.
+pub fn audit(skill: &Skill, target_markers: &[String], source_kernel: Option<&str>) -> Vec<String> {
     let text = skill.to_markdown();
     let mut flags = Vec::new();
-    if !dsl_code_markers(&text, target).is_empty() {
+    if !dsl_code_markers(&text, target_markers).is_empty() {
         flags.push("target_dsl_code".to_string());
     }
     if let Some(k) = source_kernel {
@@ -267,8 +239,16 @@ mod tests {
         assert!(s.flags.contains(&"truncated".to_string()));
     }
 
+    /// The leak markers of one DSL of the repository's registry.
+    fn markers(dsl: mkb_core::Dsl) -> Vec<String> {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let reg = mkb_core::DslRegistry::load_root(&root).unwrap();
+        reg.require(dsl).unwrap().leak_markers().to_vec()
+    }
+
     #[test]
     fn audit_flags_target_code_and_copies() {
+        use mkb_core::Dsl;
         let kernel = (0..20)
             .map(|i| format!("    value_{i} = compute_something(x, {i}) * scale"))
             .collect::<Vec<_>>()
@@ -283,7 +263,7 @@ mod tests {
             flags: vec![],
         };
         assert_eq!(
-            audit(&copied, Dsl::Tirx, Some(&kernel)),
+            audit(&copied, &markers(Dsl::TIRX), Some(&kernel)),
             vec!["source_kernel_copy"]
         );
         let short = Skill {
@@ -292,15 +272,28 @@ mod tests {
             body: kernel.lines().take(3).collect::<Vec<_>>().join("\n"),
             flags: vec![],
         };
-        assert!(audit(&short, Dsl::Tirx, Some(&kernel)).is_empty());
+        assert!(audit(&short, &markers(Dsl::TIRX), Some(&kernel)).is_empty());
         let tirx_code = Skill {
             name: "n".into(),
             description: "d".into(),
             body: "use @T.function and T.cuda.thread_idx".into(),
             flags: vec![],
         };
-        assert_eq!(audit(&tirx_code, Dsl::Tirx, None), vec!["target_dsl_code"]);
-        assert!(audit(&tirx_code, Dsl::Cute, None).is_empty());
+        assert_eq!(
+            audit(&tirx_code, &markers(Dsl::TIRX), None),
+            vec!["target_dsl_code"]
+        );
+        assert!(audit(&tirx_code, &markers(Dsl::CUTE), None).is_empty());
+        // Any DSL's markers: a skill fed to several targets is audited against all of them.
+        let toy = vec!["@toy.kernel".to_string()];
+        let toy_code = Skill {
+            body: "decorate with @toy.kernel".into(),
+            ..tirx_code.clone()
+        };
+        assert_eq!(audit(&toy_code, &toy, None), vec!["target_dsl_code"]);
+        let both: Vec<String> = markers(Dsl::CUTE).into_iter().chain(toy).collect();
+        assert_eq!(audit(&toy_code, &both, None), vec!["target_dsl_code"]);
+        assert!(audit(&toy_code, &markers(Dsl::TIRX), None).is_empty());
     }
 
     #[test]

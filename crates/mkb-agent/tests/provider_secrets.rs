@@ -81,7 +81,7 @@ fn planted_key_reaches_the_server_and_nowhere_else() {
         let key = ConversationKey {
             model_label: "m".into(),
             problem: "A01".into(),
-            dsl: Dsl::Tirx,
+            dsl: Dsl::TIRX,
             condition: Condition::Conditioned,
             run: 0,
         };

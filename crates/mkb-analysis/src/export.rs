@@ -2,8 +2,9 @@
 //! fixed, documented schema ([`EXPORT_COLUMNS`]; rendered by [`export_schema_markdown`] into
 //! docs/analysis.md). All three formats carry the same columns in the same order; a missing
 //! value is null (JSONL), an empty field (CSV) or a null (Parquet, OPTIONAL column).
+//! CSV is written by the `csv` crate, Parquet by the `parquet` crate's low-level column writer
+//! (no arrow; uncompressed, one row group).
 
-use crate::parquet::{write_parquet, Column, ColumnData};
 use crate::row::AttemptRow;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
@@ -97,8 +98,8 @@ pub const EXPORT_COLUMNS: &[ExportColumn] = &[
     col("model", ColType::String, false, "model name"),
     col("problem", ColType::String, false, "problem id, e.g. A01 (same for both DSL variants)"),
     col("family", ColType::String, false, "problem family letter A-F"),
-    col("source_dsl", ColType::String, false, "source DSL of the direction (cute or tirx): the other DSL than target_dsl"),
-    col("target_dsl", ColType::String, false, "DSL the attempt was written in (cute or tirx)"),
+    col("source_dsl", ColType::String, false, "source DSL of the direction: the DSL the skills given to attempts in target_dsl come from (e.g. cute)"),
+    col("target_dsl", ColType::String, false, "DSL the attempt was written in (e.g. tirx)"),
     col("direction", ColType::String, false, "source_dsl->target_dsl, e.g. cute->tirx"),
     col("condition", ColType::String, false, "solo, conditioned, placebo or repeat_solo"),
     col("run_index", ColType::Int32, false, "run r = 0..R-1 of the (model, problem, target, condition) cell"),
@@ -215,7 +216,7 @@ fn json_value(v: &Value) -> serde_json::Value {
 fn csv_value(v: &Value) -> String {
     match v {
         Value::Null => String::new(),
-        Value::Str(x) => crate::table::csv_field(x),
+        Value::Str(x) => x.clone(),
         Value::I32(x) => x.to_string(),
         Value::I64(x) => x.to_string(),
         Value::F64(x) if x.is_finite() => format!("{x}"),
@@ -228,7 +229,7 @@ fn csv_value(v: &Value) -> String {
 pub fn export_to_writer(
     rows: &[AttemptRow],
     format: ExportFormat,
-    w: &mut impl Write,
+    w: &mut (impl Write + Send),
 ) -> anyhow::Result<()> {
     match format {
         ExportFormat::Jsonl => {
@@ -248,102 +249,140 @@ pub fn export_to_writer(
             }
         }
         ExportFormat::Csv => {
-            let header: Vec<&str> = EXPORT_COLUMNS.iter().map(|c| c.name).collect();
-            writeln!(w, "{}", header.join(","))?;
+            let mut out = csv::Writer::from_writer(w);
+            out.write_record(EXPORT_COLUMNS.iter().map(|c| c.name))?;
             for r in rows {
-                let line: Vec<String> = row_values(r).iter().map(csv_value).collect();
-                writeln!(w, "{}", line.join(","))?;
+                out.write_record(row_values(r).iter().map(csv_value))?;
             }
+            out.flush()?;
         }
-        ExportFormat::Parquet => {
-            let values: Vec<Vec<Value>> = rows.iter().map(row_values).collect();
-            let columns: Vec<Column> = EXPORT_COLUMNS
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let get = |r: &Vec<Value>| r[i].clone();
-                    let data = match c.ty {
-                        ColType::String => ColumnData::Utf8(
-                            values
-                                .iter()
-                                .map(|r| {
-                                    if let Value::Str(x) = get(r) {
-                                        Some(x)
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect(),
-                        ),
-                        ColType::Int32 => ColumnData::Int32(
-                            values
-                                .iter()
-                                .map(|r| {
-                                    if let Value::I32(x) = get(r) {
-                                        Some(x)
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect(),
-                        ),
-                        ColType::Int64 => ColumnData::Int64(
-                            values
-                                .iter()
-                                .map(|r| {
-                                    if let Value::I64(x) = get(r) {
-                                        Some(x)
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect(),
-                        ),
-                        ColType::Float64 => ColumnData::Double(
-                            values
-                                .iter()
-                                .map(|r| {
-                                    if let Value::F64(x) = get(r) {
-                                        Some(x)
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect(),
-                        ),
-                        ColType::Bool => ColumnData::Bool(
-                            values
-                                .iter()
-                                .map(|r| {
-                                    if let Value::Bool(x) = get(r) {
-                                        Some(x)
-                                    } else {
-                                        None
-                                    }
-                                })
-                                .collect(),
-                        ),
-                    };
-                    Column {
-                        name: c.name.to_string(),
-                        nullable: c.nullable,
-                        data,
-                    }
-                })
-                .collect();
-            let kv = vec![
-                (
-                    "mkb.export_schema_version".to_string(),
-                    EXPORT_SCHEMA_VERSION.to_string(),
-                ),
-                (
-                    "mkb.schema_doc".to_string(),
-                    "docs/analysis.md#export-schema".to_string(),
-                ),
-            ];
-            write_parquet(w, &columns, &kv)?;
-        }
+        ExportFormat::Parquet => write_parquet(rows, w)?,
     }
+    Ok(())
+}
+
+/// The Parquet schema of [`EXPORT_COLUMNS`]: one flat message, strings as BYTE_ARRAY with the
+/// STRING logical type, nullable columns OPTIONAL.
+fn parquet_schema() -> parquet::errors::Result<parquet::schema::types::Type> {
+    use parquet::basic::{LogicalType, Repetition, Type as Physical};
+    use parquet::schema::types::Type;
+    let fields = EXPORT_COLUMNS
+        .iter()
+        .map(|c| {
+            let (physical, logical) = match c.ty {
+                ColType::String => (Physical::BYTE_ARRAY, Some(LogicalType::String)),
+                ColType::Int32 => (Physical::INT32, None),
+                ColType::Int64 => (Physical::INT64, None),
+                ColType::Float64 => (Physical::DOUBLE, None),
+                ColType::Bool => (Physical::BOOLEAN, None),
+            };
+            Type::primitive_type_builder(c.name, physical)
+                .with_repetition(if c.nullable {
+                    Repetition::OPTIONAL
+                } else {
+                    Repetition::REQUIRED
+                })
+                .with_logical_type(logical)
+                .build()
+                .map(std::sync::Arc::new)
+        })
+        .collect::<parquet::errors::Result<Vec<_>>>()?;
+    Type::group_type_builder("schema")
+        .with_fields(fields)
+        .build()
+}
+
+/// The present values of column `i` (`pick` takes the values of its type) and, for a
+/// nullable column, its definition levels (1 = present, 0 = null).
+fn column_of<T>(
+    values: &[Vec<Value>],
+    i: usize,
+    nullable: bool,
+    pick: impl Fn(&Value) -> Option<T>,
+) -> (Vec<T>, Option<Vec<i16>>) {
+    let picked: Vec<Option<T>> = values.iter().map(|r| pick(&r[i])).collect();
+    let levels = nullable.then(|| picked.iter().map(|v| i16::from(v.is_some())).collect());
+    (picked.into_iter().flatten().collect(), levels)
+}
+
+/// Write the rows as one uncompressed row group, with the export schema version in the file's
+/// key-value metadata.
+fn write_parquet(rows: &[AttemptRow], w: &mut (impl Write + Send)) -> anyhow::Result<()> {
+    use parquet::data_type::{
+        BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type,
+    };
+    use parquet::file::metadata::KeyValue;
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    let props = WriterProperties::builder()
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new(
+                "mkb.export_schema_version".to_string(),
+                EXPORT_SCHEMA_VERSION.to_string(),
+            ),
+            KeyValue::new(
+                "mkb.schema_doc".to_string(),
+                "docs/analysis.md#export-schema".to_string(),
+            ),
+        ]))
+        .build();
+    let mut writer =
+        SerializedFileWriter::new(w, std::sync::Arc::new(parquet_schema()?), props.into())?;
+    if !rows.is_empty() {
+        let values: Vec<Vec<Value>> = rows.iter().map(row_values).collect();
+        let mut group = writer.next_row_group()?;
+        for (i, c) in EXPORT_COLUMNS.iter().enumerate() {
+            let mut col = group
+                .next_column()?
+                .with_context(|| format!("the Parquet writer has no column {}", c.name))?;
+            let n = c.nullable;
+            match c.ty {
+                ColType::String => {
+                    let (v, d) = column_of(&values, i, n, |x| match x {
+                        Value::Str(s) => Some(ByteArray::from(s.as_str())),
+                        _ => None,
+                    });
+                    col.typed::<ByteArrayType>()
+                        .write_batch(&v, d.as_deref(), None)?;
+                }
+                ColType::Int32 => {
+                    let (v, d) = column_of(&values, i, n, |x| match x {
+                        Value::I32(v) => Some(*v),
+                        _ => None,
+                    });
+                    col.typed::<Int32Type>()
+                        .write_batch(&v, d.as_deref(), None)?;
+                }
+                ColType::Int64 => {
+                    let (v, d) = column_of(&values, i, n, |x| match x {
+                        Value::I64(v) => Some(*v),
+                        _ => None,
+                    });
+                    col.typed::<Int64Type>()
+                        .write_batch(&v, d.as_deref(), None)?;
+                }
+                ColType::Float64 => {
+                    let (v, d) = column_of(&values, i, n, |x| match x {
+                        Value::F64(v) => Some(*v),
+                        _ => None,
+                    });
+                    col.typed::<DoubleType>()
+                        .write_batch(&v, d.as_deref(), None)?;
+                }
+                ColType::Bool => {
+                    let (v, d) = column_of(&values, i, n, |x| match x {
+                        Value::Bool(v) => Some(*v),
+                        _ => None,
+                    });
+                    col.typed::<BoolType>()
+                        .write_batch(&v, d.as_deref(), None)?;
+                }
+            }
+            col.close()?;
+        }
+        group.close()?;
+    }
+    writer.close()?;
     Ok(())
 }
 
@@ -382,7 +421,7 @@ mod tests {
         let mut r = crate::row::test_row(
             "m",
             "A01",
-            mkb_core::Dsl::Tirx,
+            mkb_core::Dsl::TIRX,
             mkb_core::Condition::Solo,
             0,
             0.0,
@@ -459,6 +498,96 @@ mod tests {
             ExportFormat::Parquet
         );
         assert!("xls".parse::<ExportFormat>().is_err());
+    }
+
+    #[test]
+    fn csv_quotes_and_reads_back() {
+        let mut rows = simulate(
+            &SimConfig {
+                problems: 4,
+                runs: 1,
+                ..SimConfig::default()
+            },
+            5,
+        );
+        rows[0].kernel_path = Some("attempts/a,b \"q\"\nx/kernel.py".into());
+        let mut buf = Vec::new();
+        export_to_writer(&rows, ExportFormat::Csv, &mut buf).unwrap();
+        let mut rd = csv::Reader::from_reader(buf.as_slice());
+        let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        let names: Vec<&str> = EXPORT_COLUMNS.iter().map(|c| c.name).collect();
+        assert_eq!(header, names);
+        let back: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        assert_eq!(back.len(), rows.len());
+        let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+        assert_eq!(
+            &back[0][at("kernel_path")],
+            "attempts/a,b \"q\"\nx/kernel.py"
+        );
+        for (r, b) in rows.iter().zip(&back) {
+            assert_eq!(b[at("score")].parse::<f64>().unwrap(), r.score);
+            assert_eq!(&b[at("model")], r.model.as_str());
+        }
+    }
+
+    #[test]
+    fn parquet_reads_back_with_the_schema() {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+        let dir = tempfile::tempdir().unwrap();
+        let mut rows = simulate(
+            &SimConfig {
+                problems: 6,
+                runs: 2,
+                ..SimConfig::default()
+            },
+            3,
+        );
+        rows[1].skill_flags = vec!["truncated".into()];
+        let path = dir.path().join("rows.parquet");
+        export(&rows, ExportFormat::Parquet, &path).unwrap();
+        let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let meta = reader.metadata().file_metadata();
+        assert_eq!(meta.num_rows() as usize, rows.len());
+        let version = meta
+            .key_value_metadata()
+            .and_then(|kv| kv.iter().find(|k| k.key == "mkb.export_schema_version"))
+            .and_then(|k| k.value.clone());
+        assert_eq!(version, Some(EXPORT_SCHEMA_VERSION.to_string()));
+        let schema = meta.schema_descr();
+        assert_eq!(schema.num_columns(), EXPORT_COLUMNS.len());
+        for (i, c) in EXPORT_COLUMNS.iter().enumerate() {
+            assert_eq!(schema.column(i).name(), c.name);
+            assert_eq!(schema.column(i).max_def_level(), i16::from(c.nullable));
+        }
+        let back: Vec<_> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(back.len(), rows.len());
+        for (r, b) in rows.iter().zip(&back) {
+            let fields: Vec<(&String, &Field)> = b.get_column_iter().collect();
+            assert_eq!(fields.len(), EXPORT_COLUMNS.len());
+            for ((name, f), v) in fields.iter().zip(row_values(r)) {
+                let same = match (f, &v) {
+                    (Field::Null, Value::Null) => true,
+                    (Field::Str(a), Value::Str(b)) => a == b,
+                    (Field::Int(a), Value::I32(b)) => a == b,
+                    (Field::Long(a), Value::I64(b)) => a == b,
+                    (Field::Double(a), Value::F64(b)) => a == b,
+                    (Field::Bool(a), Value::Bool(b)) => a == b,
+                    _ => false,
+                };
+                assert!(same, "column {name}: {f:?} vs {v:?}");
+            }
+        }
+        // No rows: a valid file with the schema and no row group.
+        let empty = dir.path().join("empty.parquet");
+        export(&[], ExportFormat::Parquet, &empty).unwrap();
+        let reader = SerializedFileReader::new(std::fs::File::open(&empty).unwrap()).unwrap();
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 0);
+        assert_eq!(reader.num_row_groups(), 0);
     }
 
     #[test]

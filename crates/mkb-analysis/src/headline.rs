@@ -289,10 +289,17 @@ type Key<'a> = (&'a str, Dsl, &'a str, Condition);
 /// Every treated attempt with a solo baseline, classified both ways.
 pub fn pair_records(rows: &[AttemptRow], default_eps: f64) -> Vec<PairRec> {
     let mut arms: BTreeMap<Key, Vec<&AttemptRow>> = BTreeMap::new();
+    // The direction into each target (a row that records its source wins).
+    let mut directions: BTreeMap<Dsl, Direction> = BTreeMap::new();
     for r in rows {
         arms.entry((r.model.as_str(), r.target, r.problem.as_str(), r.condition))
             .or_default()
             .push(r);
+        if r.source.is_some() {
+            directions.insert(r.target, r.direction());
+        } else {
+            directions.entry(r.target).or_insert(r.direction());
+        }
     }
     for v in arms.values_mut() {
         v.sort_by_key(|r| (r.run_index, r.run_name.as_str()));
@@ -307,7 +314,8 @@ pub fn pair_records(rows: &[AttemptRow], default_eps: f64) -> Vec<PairRec> {
             continue;
         }
         let repeat = get(Condition::RepeatSolo);
-        let source_dsl = Direction::into_target(target).source;
+        let direction = directions[&target];
+        let source_dsl = direction.source;
         let source_solo = arms
             .get(&(model, source_dsl, problem, Condition::Solo))
             .unwrap_or(&empty);
@@ -369,7 +377,7 @@ pub fn pair_records(rows: &[AttemptRow], default_eps: f64) -> Vec<PairRec> {
                 };
                 out.push(PairRec {
                     model: model.to_string(),
-                    direction: Direction::into_target(target),
+                    direction,
                     problem: problem.to_string(),
                     arm,
                     source_passed: src.map(|s| s > 0.0),
@@ -1219,23 +1227,23 @@ mod tests {
         // Target tirx, problem A01: solo runs [1.0, 3.0] (mean 2), conditioned run 0 with
         // source 2.5 (above the mean 2; held out: above run 0's 1.0, outcome vs run 1's 3.0).
         let mut rows = vec![
-            test_row("m", "A01", Dsl::Tirx, Condition::Solo, 0, 1.0),
-            test_row("m", "A01", Dsl::Tirx, Condition::Solo, 1, 3.0),
-            test_row("m", "A01", Dsl::Cute, Condition::Solo, 0, 2.5),
-            test_row("m", "A01", Dsl::Cute, Condition::Solo, 1, 0.0),
+            test_row("m", "A01", Dsl::TIRX, Condition::Solo, 0, 1.0),
+            test_row("m", "A01", Dsl::TIRX, Condition::Solo, 1, 3.0),
+            test_row("m", "A01", Dsl::CUTE, Condition::Solo, 0, 2.5),
+            test_row("m", "A01", Dsl::CUTE, Condition::Solo, 1, 0.0),
         ];
-        let mut c0 = test_row("m", "A01", Dsl::Tirx, Condition::Conditioned, 0, 2.5);
+        let mut c0 = test_row("m", "A01", Dsl::TIRX, Condition::Conditioned, 0, 2.5);
         c0.source_score = Some(2.5);
-        let mut c1 = test_row("m", "A01", Dsl::Tirx, Condition::Conditioned, 1, 0.9);
+        let mut c1 = test_row("m", "A01", Dsl::TIRX, Condition::Conditioned, 1, 0.9);
         c1.source_score = Some(0.0);
         rows.push(c0);
         rows.push(c1);
         // Placebo run 1: its "source" is the matched solo attempt in cute, run 1 (0.0).
-        rows.push(test_row("m", "A01", Dsl::Tirx, Condition::Placebo, 1, 2.0));
+        rows.push(test_row("m", "A01", Dsl::TIRX, Condition::Placebo, 1, 2.0));
         let recs = pair_records(&rows, 0.03);
         let tirx: Vec<&PairRec> = recs
             .iter()
-            .filter(|p| p.direction.target == Dsl::Tirx)
+            .filter(|p| p.direction.target == Dsl::TIRX)
             .collect();
         assert_eq!(tirx.len(), 3);
         let c0 = tirx[0];

@@ -1,8 +1,8 @@
 //! mkb-analysis: paired statistics, tables, exports, the HTML report, simulation and power for
 //! MetaKernelBench (docs/design.md, "Scoring"; the user-facing description is docs/analysis.md).
 //!
-//! Everything starts from a slice of [`AttemptRow`] (one per attempt, from the run store or
-//! from [`simulate()`]) and is pure:
+//! Everything starts from a slice of [`AttemptRow`] (one per attempt, from the run store through
+//! [`rows_from_store`] / [`rows_from_eval_set`], or from [`simulate()`]) and is pure:
 //! - `mkb analyze`: [`analyze`] -> [`Analysis`] (serde: the `--json` output), [`render_tables`]
 //!   (terminal), [`to_csv`] (one row per cell; also `table::source_tables_csv`,
 //!   `table::usage_csv`);
@@ -15,8 +15,8 @@
 pub mod analysis;
 pub mod bootstrap;
 pub mod export;
+pub mod from_store;
 pub mod headline;
-pub mod parquet;
 pub mod power;
 pub mod practice;
 pub mod report;
@@ -28,6 +28,7 @@ pub mod table;
 
 pub use analysis::{analyze, Analysis, AnalysisOptions, CellStats, DEFAULT_SEED};
 pub use export::{export, export_schema_markdown, ExportFormat, EXPORT_COLUMNS};
+pub use from_store::{rows_from_eval_set, rows_from_store, write_simulated};
 pub use headline::{Classifier, Headline, Standing};
 pub use power::{fit_sim_config, power, render_power, PowerConfig, PowerReport};
 pub use report::{render_report, render_report_with, ReportOptions};

@@ -388,14 +388,14 @@ pub fn fit_sim_config(rows: &[AttemptRow], base: &SimConfig) -> Result<SimConfig
                 .map(|m| m.1)
                 .collect::<Vec<f64>>()
         };
-        let (cute, tirx) = (by(mkb_core::Dsl::Cute), by(mkb_core::Dsl::Tirx));
+        let (cute, tirx) = (by(mkb_core::Dsl::CUTE), by(mkb_core::Dsl::TIRX));
         if !cute.is_empty() && !tirx.is_empty() {
             cfg.tirx_log_offset = stats::mean(&tirx) - stats::mean(&cute);
         }
         let centered: Vec<f64> = means
             .iter()
             .map(|m| {
-                m.1 - if m.0 == mkb_core::Dsl::Tirx {
+                m.1 - if m.0 == mkb_core::Dsl::TIRX {
                     stats::mean(&tirx)
                 } else {
                     stats::mean(&cute)

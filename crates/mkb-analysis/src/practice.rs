@@ -656,10 +656,10 @@ mod tests {
 
     #[test]
     fn tie_band_states_measured_and_fixed() {
-        let mut a = test_row("m", "A01", Dsl::Tirx, Condition::Solo, 0, 1.0);
+        let mut a = test_row("m", "A01", Dsl::TIRX, Condition::Solo, 0, 1.0);
         a.noise_eps = 0.02;
         a.noise_sessions = 3;
-        let b = test_row("m", "C01", Dsl::Tirx, Condition::Solo, 0, 1.0);
+        let b = test_row("m", "C01", Dsl::TIRX, Condition::Solo, 0, 1.0);
         let t = tie_band(&[a.clone(), b.clone()]);
         assert_eq!((t.measured, t.fixed), (1, 1));
         assert!(t.statement.contains("1 of 2"), "{}", t.statement);
@@ -682,12 +682,12 @@ mod tests {
         };
         let mut rows = Vec::new();
         for i in 0..10 {
-            let mut s = test_row("m", "A01", Dsl::Tirx, Condition::Solo, i, 1.0);
+            let mut s = test_row("m", "A01", Dsl::TIRX, Condition::Solo, i, 1.0);
             s.output_tokens = 100;
             s.wall_s = 150.0;
             s.eval_wait_s = Some(60.0); // 90 s of the agent's own: within 100 s
             rows.push(s);
-            let mut c = test_row("m", "A01", Dsl::Tirx, Condition::Conditioned, i, 1.0);
+            let mut c = test_row("m", "A01", Dsl::TIRX, Condition::Conditioned, i, 1.0);
             c.output_tokens = 100;
             c.wall_s = 50.0;
             // Three of ten conditioned attempts end on the turn limit, no solo one.
@@ -725,10 +725,10 @@ mod tests {
     fn costs_per_condition_and_lift_point() {
         let mut rows = Vec::new();
         for p in ["A01", "A02"] {
-            let mut s = test_row("m", p, Dsl::Tirx, Condition::Solo, 0, 1.0);
+            let mut s = test_row("m", p, Dsl::TIRX, Condition::Solo, 0, 1.0);
             s.cost_usd = Some(1.0);
             rows.push(s);
-            let mut c = test_row("m", p, Dsl::Tirx, Condition::Conditioned, 0, 1.5);
+            let mut c = test_row("m", p, Dsl::TIRX, Condition::Conditioned, 0, 1.5);
             c.cost_usd = Some(3.0);
             c.source_score = Some(1.0);
             rows.push(c);

@@ -73,9 +73,15 @@ pub struct AttemptRow {
     /// Problem id (e.g. "A01"), identical for both DSL variants of the problem.
     pub problem: String,
     pub family: Family,
-    /// The DSL the attempt was written in. Its direction is `other(target) -> target`: a solo
-    /// attempt in `target` is the baseline of that direction (and the source of the other).
+    /// The DSL the attempt was written in. A solo attempt in `target` is the baseline of the
+    /// direction into `target` (and the source of the directions out of it).
     pub target: Dsl,
+    /// The source DSL of the direction this row belongs to: the DSL of the skill in the
+    /// prompt (conditioned, placebo), or of the skills the run gave attempts in `target`
+    /// (solo, repeat solo). `None` when unknown: rows written before it was recorded belong
+    /// to the default pairing, cute <-> tirx.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Dsl>,
     pub condition: Condition,
     /// Run index r = 0..R-1 of the (model, problem, target, condition) cell.
     pub run_index: u32,
@@ -159,9 +165,19 @@ pub struct AttemptRow {
 }
 
 impl AttemptRow {
-    /// The transfer direction this row belongs to: `other(target) -> target`.
+    /// The transfer direction this row belongs to: `source -> target` (the default pairing's
+    /// direction into `target` when the source is not recorded).
     pub fn direction(&self) -> Direction {
-        Direction::into_target(self.target)
+        match self.source {
+            Some(source) => Direction {
+                source,
+                target: self.target,
+            },
+            None => Direction::default_into(self.target).unwrap_or(Direction {
+                source: self.target,
+                target: self.target,
+            }),
+        }
     }
 
     /// The score the analysis uses: `score` when correct and a positive finite number, else 0.
@@ -272,6 +288,7 @@ pub(crate) fn test_row(
         problem: problem.into(),
         family: Family::from_letter(problem.chars().next().unwrap_or('A')).unwrap_or(Family::A),
         target,
+        source: None,
         condition,
         run_index: run,
         verdict: Some(if score > 0.0 {
@@ -333,6 +350,29 @@ mod tests {
     }
 
     #[test]
+    fn a_row_belongs_to_its_recorded_direction() {
+        let toy = Dsl::new("toy").unwrap();
+        // Without a recorded source: the default pairing (older rows).
+        let old = test_row("m", "A01", Dsl::TIRX, Condition::Solo, 0, 1.0);
+        assert_eq!(old.direction().label(), "cute->tirx");
+        // With one: any DSLs.
+        let mut rows = Vec::new();
+        for (c, s) in [(Condition::Solo, 1.0), (Condition::Conditioned, 2.0)] {
+            let mut r = test_row("m", "A01", toy, c, 0, s);
+            r.source = Some(Dsl::CUTE);
+            assert_eq!(r.direction().label(), "cute->toy");
+            rows.push(r);
+        }
+        let json = serde_json::to_value(&rows[0]).unwrap();
+        assert_eq!(json["source"], "cute");
+        assert!(serde_json::to_value(&old).unwrap().get("source").is_none());
+        // The analysis names the cell by that direction.
+        let a = crate::analyze(&rows, &crate::AnalysisOptions::default());
+        let dirs: Vec<String> = a.cells.iter().map(|c| c.direction.label()).collect();
+        assert_eq!(dirs, vec!["cute->toy"], "{:?}", a.warnings);
+    }
+
+    #[test]
     fn tie_rule() {
         assert_eq!(compare(0.0, 0.0, 0.03), Outcome::Tied);
         assert_eq!(compare(1.02, 1.0, 0.03), Outcome::Tied);
@@ -347,7 +387,7 @@ mod tests {
         assert_eq!(AttemptRow::score_from(true, Some(50.0), Some(100.0)), 2.0);
         assert_eq!(AttemptRow::score_from(false, Some(50.0), Some(100.0)), 0.0);
         assert_eq!(AttemptRow::score_from(true, None, Some(100.0)), 0.0);
-        let mut r = test_row("m", "A01", Dsl::Tirx, Condition::Solo, 0, 2.0);
+        let mut r = test_row("m", "A01", Dsl::TIRX, Condition::Solo, 0, 2.0);
         assert_eq!(r.direction().label(), "cute->tirx");
         assert_eq!(r.speedup_compile(), 80.0 / 50.0);
         r.correct = false;
@@ -356,7 +396,7 @@ mod tests {
 
     #[test]
     fn serde_defaults() {
-        let r = test_row("m", "B02", Dsl::Cute, Condition::Conditioned, 1, 1.5);
+        let r = test_row("m", "B02", Dsl::CUTE, Condition::Conditioned, 1, 1.5);
         let mut v = serde_json::to_value(&r).unwrap();
         let obj = v.as_object_mut().unwrap();
         for k in [

@@ -28,7 +28,7 @@ use crate::analysis::{analyze, AnalysisOptions};
 use crate::bootstrap::IntervalMethod;
 use crate::rng::Rng;
 use crate::row::AttemptRow;
-use mkb_core::{Condition, Direction, Dsl, EndReason, Family, Verdict};
+use mkb_core::{Condition, Direction, Dsl, EndReason, Family, Verdict, DEFAULT_DSLS};
 use serde::{Deserialize, Serialize};
 
 /// A simulated model and its true lifts per direction.
@@ -143,10 +143,8 @@ impl SimConfig {
         Some(match condition {
             Condition::Solo | Condition::RepeatSolo => 0.0,
             Condition::Placebo => self.placebo_lift,
-            Condition::Conditioned => match direction.target {
-                Dsl::Tirx => m.lift_cute_to_tirx,
-                Dsl::Cute => m.lift_tirx_to_cute,
-            },
+            Condition::Conditioned if direction.target == Dsl::TIRX => m.lift_cute_to_tirx,
+            Condition::Conditioned => m.lift_tirx_to_cute,
         })
     }
 
@@ -154,9 +152,10 @@ impl SimConfig {
     /// for the direction into `target` (the `standing_effect` model); `None` when it is 0 or 1
     /// (then the effect cannot be mean-one and is not applied).
     pub fn standing_phi(&self, target: Dsl) -> Option<f64> {
-        let delta = match target {
-            Dsl::Tirx => -self.tirx_log_offset,
-            Dsl::Cute => self.tirx_log_offset,
+        let delta = if target == Dsl::TIRX {
+            -self.tirx_log_offset
+        } else {
+            self.tirx_log_offset
         };
         let s = self.run_sd;
         let phi = if s > 0.0 {
@@ -226,7 +225,7 @@ impl SimConfig {
                 self.standing_effect
             ));
         }
-        for t in Dsl::ALL {
+        for t in DEFAULT_DSLS {
             if let Some(phi) = self.standing_phi(t) {
                 if self.standing_effect * phi / (1.0 - phi) >= 1.0 {
                     return Err(format!(
@@ -331,8 +330,8 @@ pub fn simulate(cfg: &SimConfig, seed: u64) -> Vec<AttemptRow> {
         let mut effect = vec![[1.0f64; 2]; cfg.problems];
         for (i, (_, _, mu, _)) in problems.iter().enumerate() {
             let model_i = cfg.problem_sd / 2.0 * rng.normal();
-            for (t, dsl) in Dsl::ALL.iter().enumerate() {
-                let off = if *dsl == Dsl::Tirx {
+            for (t, dsl) in DEFAULT_DSLS.iter().enumerate() {
+                let off = if *dsl == Dsl::TIRX {
                     cfg.tirx_log_offset
                 } else {
                     0.0
@@ -341,7 +340,7 @@ pub fn simulate(cfg: &SimConfig, seed: u64) -> Vec<AttemptRow> {
                 effect[i][t] = lognormal_mean_one(&mut rng, cfg.lift_sd);
             }
         }
-        let idx = |d: Dsl| if d == Dsl::Cute { 0 } else { 1 };
+        let idx = |d: Dsl| if d == Dsl::CUTE { 0 } else { 1 };
         // Solo attempts first (they are the sources of the skills).
         let mut solo: Vec<Vec<[AttemptRow; 2]>> = Vec::new();
         for (i, p) in problems.iter().enumerate() {
@@ -356,16 +355,16 @@ pub fn simulate(cfg: &SimConfig, seed: u64) -> Vec<AttemptRow> {
                     };
                     make_row(cfg, rng, model, p, d, Condition::Solo, r, correct, s, None)
                 };
-                let c = mk(&mut rng, Dsl::Cute);
-                let t = mk(&mut rng, Dsl::Tirx);
+                let c = mk(&mut rng, Dsl::CUTE);
+                let t = mk(&mut rng, Dsl::TIRX);
                 runs.push([c, t]);
             }
             solo.push(runs);
         }
         for (i, p) in problems.iter().enumerate() {
             for (r, source_runs) in solo[i].iter().enumerate() {
-                for target in Dsl::ALL {
-                    let dir = Direction::into_target(target);
+                for target in DEFAULT_DSLS {
+                    let dir = Direction::default_into(target).expect("a default DSL");
                     let lift = cfg
                         .true_lift(&model.name, dir, Condition::Conditioned)
                         .unwrap_or(0.0);
@@ -528,6 +527,7 @@ fn make_row(
         problem: id.clone(),
         family: *fam,
         target,
+        source: Direction::default_into(target).map(|d| d.source),
         condition,
         run_index: run,
         verdict,
@@ -717,7 +717,7 @@ mod tests {
         let c = a
             .cell(
                 "model-a",
-                Direction::into_target(Dsl::Tirx),
+                Direction::default_into(Dsl::TIRX).unwrap(),
                 Condition::Conditioned,
             )
             .unwrap();

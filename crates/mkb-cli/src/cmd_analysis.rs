@@ -6,12 +6,11 @@ use crate::common::{command_line, Context};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Args;
 use mkb_analysis::{
-    analyze, export, power, render_power, render_report_with, render_tables, to_csv, try_simulate,
-    Analysis, AnalysisOptions, AttemptRow, ExportFormat, PowerConfig, ReportOptions, SimConfig,
-    SimModel, DEFAULT_SEED,
+    analyze, export, power, render_power, render_report_with, render_tables, rows_from_eval_set,
+    to_csv, try_simulate, write_simulated, Analysis, AnalysisOptions, AttemptRow, ExportFormat,
+    PowerConfig, ReportOptions, SimConfig, SimModel, DEFAULT_SEED,
 };
-use mkb_run::rows::{rows_from_eval_set, write_simulated};
-use mkb_run::store::{Store, ORIGINAL_SET};
+use mkb_store::{Store, ORIGINAL_SET};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -73,10 +72,8 @@ fn load_run(
             provenance = Some(p);
         }
     }
-    let budget = store
-        .meta("config")?
-        .and_then(|c| serde_json::from_str::<mkb_run::ExperimentConfig>(&c).ok())
-        .map(|c| c.budget);
+    // A config this build cannot read only leaves the budget out of the report.
+    let budget = store.run_config().ok().flatten().and_then(|c| c.budget);
     let info = RunInfo {
         eval_set: set.to_string(),
         provenance,
@@ -167,9 +164,9 @@ pub fn analyze_cmd(ctx: &Context, args: AnalyzeArgs) -> Result<ExitCode> {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     pub run: PathBuf,
-    /// parquet, csv or jsonl (schema: docs/analysis.md).
-    #[arg(long, default_value = "parquet")]
-    pub format: String,
+    /// The file format (schema: docs/analysis.md).
+    #[arg(long, value_enum, default_value_t = FormatArg::Parquet)]
+    pub format: FormatArg,
     /// Output file.
     #[arg(short, long)]
     pub out: PathBuf,
@@ -178,13 +175,29 @@ pub struct ExportArgs {
     pub eval_set: String,
 }
 
+/// `mkb export --format`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatArg {
+    Parquet,
+    Csv,
+    #[value(alias = "ndjson")]
+    Jsonl,
+}
+
+impl From<FormatArg> for ExportFormat {
+    fn from(f: FormatArg) -> ExportFormat {
+        match f {
+            FormatArg::Parquet => ExportFormat::Parquet,
+            FormatArg::Csv => ExportFormat::Csv,
+            FormatArg::Jsonl => ExportFormat::Jsonl,
+        }
+    }
+}
+
 pub fn export_cmd(ctx: &Context, args: ExportArgs) -> Result<ExitCode> {
     let (_dir, rows, _) = load_run(ctx, &args.run, Some(&args.eval_set))?;
-    let fmt: ExportFormat = args
-        .format
-        .parse()
-        .map_err(|e: String| anyhow!("--format: {e}"))?;
-    export(&rows, fmt, &args.out).with_context(|| format!("writing {}", args.out.display()))?;
+    export(&rows, args.format.into(), &args.out)
+        .with_context(|| format!("writing {}", args.out.display()))?;
     eprintln!("wrote {} rows to {}", rows.len(), args.out.display());
     Ok(ExitCode::SUCCESS)
 }

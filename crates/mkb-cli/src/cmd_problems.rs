@@ -1,5 +1,7 @@
-//! `mkb problems list` and `mkb problems show`: the registry as a table, one problem in
-//! detail, and the exact prompt an agent sees for one variant.
+//! `mkb problems list` and `mkb problems show`: the registry as a table (with each problem's
+//! variants, one per registered DSL it is posed in), one problem in detail, and the exact
+//! prompt an agent sees for one variant; `mkb problems spec`: the problem specs and the report
+//! template as the judge receives them (crates/mkb-eval/src/spec.rs), for the Python tools.
 
 use crate::common::Context;
 use anyhow::{anyhow, Result};
@@ -7,11 +9,12 @@ use clap::Subcommand;
 use mkb_core::prompt::variant_prompt;
 use mkb_core::registry::dims_literal;
 use mkb_core::{Budget, Dsl};
+use mkb_eval::SpecBundle;
 use std::process::ExitCode;
 
 #[derive(Subcommand, Debug)]
 pub enum ProblemsCmd {
-    /// One line per problem: id, title, benchmark shape, ideal time, expert solutions.
+    /// One line per problem: id, title, benchmark shape, ideal time, variants, expert solutions.
     List {
         #[arg(long)]
         json: bool,
@@ -29,11 +32,22 @@ pub enum ProblemsCmd {
         #[arg(long)]
         json: bool,
     },
+    /// JSON of what every evaluate request carries: the protocol version, the report template
+    /// and the resolved spec of each problem (python -m mkb_eval.cli and friends read it).
+    Spec {
+        /// Problems (ids, slugs or family letters); default all.
+        problems: Vec<String>,
+    },
 }
 
 pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
     let reg = ctx.registry()?;
     match cmd {
+        ProblemsCmd::Spec { problems } => {
+            let selected = reg.select(&problems).map_err(|e| anyhow!(e))?;
+            let bundle = SpecBundle::new(selected, None).map_err(|e| anyhow!(e))?;
+            crate::common::emit(&(serde_json::to_string_pretty(&bundle)? + "\n"))?;
+        }
         ProblemsCmd::List { json } => {
             if json {
                 let rows: Vec<serde_json::Value> = reg
@@ -44,7 +58,8 @@ pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
                             "id": p.id(), "slug": p.slug(), "family": p.family, "title": p.title(),
                             "benchmark": p.benchmark_shape().dims,
                             "ideal_us": p.ideal_us(p.benchmark_shape()).ok(),
-                            "solutions": Dsl::ALL.iter().filter(|d| p.has_solution(**d)).map(|d| d.as_str()).collect::<Vec<_>>(),
+                            "variants": p.variants,
+                            "solutions": p.variants.iter().filter(|d| p.has_solution(**d)).map(|d| d.as_str()).collect::<Vec<_>>(),
                             "dir": p.dir,
                         })
                     })
@@ -52,22 +67,25 @@ pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
                 println!(
-                    "{:<4} {:<22} {:<34} {:<26} {:>9}  solutions",
-                    "id", "slug", "title", "benchmark shape", "ideal us"
+                    "{:<4} {:<22} {:<34} {:<26} {:>9}  {:<16} solutions",
+                    "id", "slug", "title", "benchmark shape", "ideal us", "variants"
                 );
                 for p in reg.problems() {
-                    let sols: Vec<&str> = Dsl::ALL
+                    let variants: Vec<&str> = p.variants.iter().map(|d| d.as_str()).collect();
+                    let sols: Vec<&str> = p
+                        .variants
                         .iter()
                         .filter(|d| p.has_solution(**d))
                         .map(|d| d.as_str())
                         .collect();
                     println!(
-                        "{:<4} {:<22} {:<34} {:<26} {:>9.1}  {}",
+                        "{:<4} {:<22} {:<34} {:<26} {:>9.1}  {:<16} {}",
                         p.id(),
                         p.slug(),
                         truncate(p.title(), 34),
                         dims_literal(&p.benchmark_shape().dims),
                         p.ideal_us(p.benchmark_shape()).unwrap_or(f64::NAN),
+                        variants.join(","),
                         if sols.is_empty() {
                             "-".to_string()
                         } else {
@@ -88,14 +106,24 @@ pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
                 .get(&problem)
                 .ok_or_else(|| anyhow!("no problem {problem:?}; see `mkb problems list`"))?;
             if prompt {
-                let dsl = dsl.ok_or_else(|| anyhow!("--prompt needs --dsl cute|tirx"))?;
-                let vp =
-                    variant_prompt(p, dsl, &ctx.briefs_dir(), &Budget::default()).map_err(|e| {
-                        anyhow!(
-                            "building the prompt of {} ({dsl}): {e} (is docs/dsl/{dsl}.md there?)",
-                            p.id()
-                        )
-                    })?;
+                let names: Vec<&str> = p.variants.iter().map(|d| d.as_str()).collect();
+                let dsl = dsl.ok_or_else(|| anyhow!("--prompt needs --dsl {}", names.join("|")))?;
+                let dsl = ctx.dsl(dsl)?;
+                if !p.has_variant(dsl) {
+                    return Err(anyhow!(
+                        "{} is not posed in {dsl} (its variants: {})",
+                        p.id(),
+                        names.join(", ")
+                    ));
+                }
+                let desc = ctx.dsls.require(dsl).map_err(|e| anyhow!(e))?;
+                let vp = variant_prompt(p, desc, &Budget::default()).map_err(|e| {
+                    anyhow!(
+                        "building the prompt of {} ({dsl}): {e} (is {} there?)",
+                        p.id(),
+                        desc.brief_path().display()
+                    )
+                })?;
                 if json {
                     println!(
                         "{}",
@@ -147,7 +175,16 @@ pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
                     "  ideal time of the benchmark shape: {:.1} us",
                     p.ideal_us(p.benchmark_shape()).unwrap_or(f64::NAN)
                 );
-                let sols: Vec<&str> = Dsl::ALL
+                println!(
+                    "  variants: {}",
+                    p.variants
+                        .iter()
+                        .map(|d| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                let sols: Vec<&str> = p
+                    .variants
                     .iter()
                     .filter(|d| p.has_solution(**d))
                     .map(|d| d.as_str())

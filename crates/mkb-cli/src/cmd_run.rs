@@ -7,8 +7,8 @@ use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use mkb_core::Condition;
 use mkb_run::scheduler::plan;
-use mkb_run::store::Store;
 use mkb_run::{run_experiment, ExperimentConfig, RunOptions};
+use mkb_store::{AttemptRecord, FinalEvalRecord, SkillRecord, Store};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -110,9 +110,29 @@ pub struct RescoreArgs {
     /// name is completed (only what it lacks is evaluated).
     #[arg(long)]
     pub name: Option<String>,
-    /// auto (full with a GPU, else compile), full or compile.
-    #[arg(long, default_value = "auto")]
-    pub mode: String,
+    #[arg(long, value_enum, default_value_t = RescoreMode::Auto)]
+    pub mode: RescoreMode,
+}
+
+/// `mkb rescore --mode`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RescoreMode {
+    /// full with a GPU, else compile
+    Auto,
+    /// the final evaluation (GPU)
+    Full,
+    /// build only, nothing runs
+    Compile,
+}
+
+impl RescoreMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RescoreMode::Auto => "auto",
+            RescoreMode::Full => "full",
+            RescoreMode::Compile => "compile",
+        }
+    }
 }
 
 /// `mkb rescore RUN`: every final kernel evaluated again into a new, named evaluation set.
@@ -124,7 +144,7 @@ pub async fn rescore(ctx: &Context, args: RescoreArgs) -> Result<ExitCode> {
         gpus: args.gpus.clone(),
         cpu_workers: args.cpu_workers,
         name: args.name.clone(),
-        mode: args.mode.clone(),
+        mode: args.mode.as_str().into(),
         command: crate::common::command_line(),
     };
     let s = mkb_run::rescore::rescore(&dir, &opts).await?;
@@ -218,12 +238,12 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
     let units = plan(&cfg, &problems);
     // A provider error is not an attempt and an infrastructure failure not an evaluation
     // (stores written before that rule): both count as pending, as the next run redoes them.
-    let attempts: Vec<mkb_run::store::AttemptRecord> = store
+    let attempts: Vec<AttemptRecord> = store
         .attempts()?
         .into_iter()
         .filter(|a| a.end_reason != mkb_core::EndReason::ProviderError)
         .collect();
-    let done: BTreeMap<String, &mkb_run::store::AttemptRecord> =
+    let done: BTreeMap<String, &AttemptRecord> =
         attempts.iter().map(|a| (a.id.clone(), a)).collect();
     let (finals, not_evaluated): (Vec<_>, Vec<_>) = store
         .final_evals()?
@@ -249,8 +269,7 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
         .filter(|u| !done.contains_key(&u.id()))
         .map(|u| u.id())
         .collect();
-    let flagged: Vec<&mkb_run::store::SkillRecord> =
-        skills.iter().filter(|s| !s.flags.is_empty()).collect();
+    let flagged: Vec<&SkillRecord> = skills.iter().filter(|s| !s.flags.is_empty()).collect();
     if args.json {
         let v = serde_json::json!({
             "run": cfg.name, "dir": dir, "attempts_done": attempts.len(), "attempts_planned": units.len(),
@@ -334,7 +353,7 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
         );
     }
     if args.attempts {
-        let finals_by: BTreeMap<&str, &mkb_run::store::FinalEvalRecord> =
+        let finals_by: BTreeMap<&str, &FinalEvalRecord> =
             finals.iter().map(|f| (f.attempt_id.as_str(), f)).collect();
         println!(
             "\n{:<40} {:<10} {:>5} {:<58} {:<10} {:>9} {:>7}",

@@ -1,10 +1,11 @@
 //! Shared plumbing of the subcommands: finding the repository, the Python interpreter, the
-//! registry (with its reference.py files checked before anything is evaluated), starting an
+//! registered DSLs (dsls/*/dsl.toml), the problem registry (with its reference.py files
+//! checked before anything is evaluated), starting an
 //! evaluator pool, logging (scrubbed of secrets), printing to a stdout that may be closed, and
 //! the tokio runtime.
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use mkb_core::Registry;
+use mkb_core::{Dsl, DslRegistry, Registry};
 #[cfg(test)]
 use mkb_eval::GpuSelection;
 use mkb_eval::{EvalPool, PoolConfig};
@@ -14,6 +15,8 @@ use std::time::Duration;
 pub struct Context {
     pub root: PathBuf,
     pub python: PathBuf,
+    /// The registered DSLs (`<root>/dsls/*/dsl.toml`).
+    pub dsls: DslRegistry,
 }
 
 impl Context {
@@ -35,19 +38,29 @@ impl Context {
                 }
             }
         };
-        Ok(Context { root, python })
+        let dsls = DslRegistry::load_root(&root).map_err(|errs| {
+            let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
+            anyhow!(
+                "{} DSL descriptor error(s):\n{}",
+                errs.len(),
+                lines.join("\n")
+            )
+        })?;
+        Ok(Context { root, python, dsls })
+    }
+
+    /// A DSL given on the command line: registered (by name or alias), or an error listing
+    /// the registered ones.
+    pub fn dsl(&self, given: Dsl) -> Result<Dsl> {
+        self.dsls.parse(given.as_str()).map_err(anyhow::Error::msg)
     }
 
     pub fn problems_dir(&self) -> PathBuf {
         self.root.join("problems")
     }
 
-    pub fn briefs_dir(&self) -> PathBuf {
-        self.root.join("docs").join("dsl")
-    }
-
     pub fn registry(&self) -> Result<Registry> {
-        Registry::load(&self.problems_dir()).map_err(|errs| {
+        Registry::load(&self.problems_dir(), &self.dsls).map_err(|errs| {
             let lines: Vec<String> = errs.iter().map(|e| format!("  {e}")).collect();
             anyhow!(
                 "{} problem file error(s):\n{}",
@@ -72,6 +85,7 @@ impl Context {
             cpu_workers,
             log_dir,
             start_timeout: Duration::from_secs(300),
+            judges_per_gpu: mkb_eval::DEFAULT_JUDGES_PER_GPU,
         })
         .await
         .with_context(|| format!("starting the evaluator with {}", self.python.display()))

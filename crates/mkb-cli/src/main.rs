@@ -3,8 +3,11 @@
 mod cmd_analysis;
 mod cmd_eval;
 mod cmd_problems;
+mod cmd_redteam;
 mod cmd_run;
+mod cmd_solutions;
 mod common;
+mod evidence;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -45,9 +48,10 @@ enum Cmd {
     /// Evaluate one kernel file on one problem variant.
     Eval(cmd_eval::EvalArgs),
     /// Evaluate the expert solutions (compile-only without a GPU).
-    Solutions(cmd_eval::SolutionsArgs),
-    /// Run the red-team set of tests/adversarial/ and compare verdicts with the manifest.
-    Redteam(cmd_eval::RedteamArgs),
+    Solutions(cmd_solutions::SolutionsArgs),
+    /// Run the red-team set of tests/adversarial/ and compare verdicts with the manifest
+    /// (--list: print the checked cases as JSON).
+    Redteam(cmd_redteam::RedteamArgs),
     /// Run (or resume) an experiment: solo, distill, skill-conditioned, controls, final evaluation.
     Run(cmd_run::RunArgs),
     /// Evaluate every final kernel of a run again into a new, named evaluation set (the
@@ -106,8 +110,8 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Problems { cmd } => cmd_problems::run(&ctx, cmd),
         Cmd::Eval(args) => common::block_on(cmd_eval::eval(&ctx, args)),
-        Cmd::Solutions(args) => common::block_on(cmd_eval::solutions(&ctx, args)),
-        Cmd::Redteam(args) => common::block_on(cmd_eval::redteam(&ctx, args)),
+        Cmd::Solutions(args) => common::block_on(cmd_solutions::solutions(&ctx, args)),
+        Cmd::Redteam(args) => common::block_on(cmd_redteam::redteam(&ctx, args)),
         Cmd::Run(args) => common::block_on(cmd_run::run(&ctx, args)),
         Cmd::Rescore(args) => common::block_on(cmd_run::rescore(&ctx, args)),
         Cmd::Status(args) => cmd_run::status(&ctx, args),

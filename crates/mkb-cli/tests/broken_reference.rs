@@ -25,7 +25,7 @@ fn a_reference_with_a_syntax_error_stops_compile_mode_with_file_and_line() {
     let root = tmp.path();
     let prob = root.join("problems/A/A01_bias_gelu");
     copy_dir(&repo.join("problems/A/A01_bias_gelu"), &prob);
-    for link in ["python", "docs", "tests"] {
+    for link in ["python", "docs", "tests", "dsls"] {
         std::os::unix::fs::symlink(repo.join(link), root.join(link)).unwrap();
     }
     let eval = |root: &Path| {

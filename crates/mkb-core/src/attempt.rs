@@ -2,7 +2,7 @@
 //! experiment protocol"). The agent runtime produces them, the store keeps them and the
 //! analysis pairs them.
 
-use crate::model::Dsl;
+use crate::dsl::{Dsl, DEFAULT_DSLS};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -10,9 +10,11 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Condition {
-    /// The variant prompt only. Its distilled skill feeds the other DSL's conditioned attempt.
+    /// The variant prompt only. Its distilled skill feeds the conditioned attempts of the
+    /// directions out of its DSL.
     Solo,
-    /// The variant prompt plus the skill distilled from the solo attempt on the other DSL.
+    /// The variant prompt plus the skill distilled from the solo attempt in the direction's
+    /// source DSL.
     Conditioned,
     /// The variant prompt plus the same model's skill for a different problem (same source DSL).
     Placebo,
@@ -65,11 +67,29 @@ pub struct Direction {
 }
 
 impl Direction {
-    pub fn into_target(target: Dsl) -> Direction {
-        Direction {
-            source: target.other(),
-            target,
+    /// The direction into `target` of the default experiment (cute and tirx, both ways):
+    /// what rows written before directions were recorded belong to. None for other DSLs.
+    pub fn default_into(target: Dsl) -> Option<Direction> {
+        if !DEFAULT_DSLS.contains(&target) {
+            return None;
         }
+        DEFAULT_DSLS
+            .into_iter()
+            .find(|d| *d != target)
+            .map(|source| Direction { source, target })
+    }
+    /// Every ordered pair of distinct DSLs of `dsls`, in order (`a->b` before `b->a` for
+    /// `[a, b]`).
+    pub fn all_pairs(dsls: &[Dsl]) -> Vec<Direction> {
+        let mut out = Vec::new();
+        for &source in dsls {
+            for &target in dsls {
+                if source != target {
+                    out.push(Direction { source, target });
+                }
+            }
+        }
+        out
     }
     pub fn label(self) -> String {
         format!("{}->{}", self.source, self.target)
@@ -189,6 +209,24 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn directions_pair_dsls() {
+        let d = Direction::default_into(Dsl::TIRX).unwrap();
+        assert_eq!(d.label(), "cute->tirx");
+        assert_eq!(
+            Direction::default_into(Dsl::CUTE).unwrap().label(),
+            "tirx->cute"
+        );
+        assert_eq!(Direction::default_into(Dsl::new("toy").unwrap()), None);
+        let toy = Dsl::new("toy").unwrap();
+        let labels: Vec<String> = Direction::all_pairs(&[Dsl::CUTE, toy])
+            .into_iter()
+            .map(Direction::label)
+            .collect();
+        assert_eq!(labels, vec!["cute->toy", "toy->cute"]);
+        assert_eq!(Direction::all_pairs(&[Dsl::CUTE, Dsl::TIRX, toy]).len(), 6);
+    }
 
     #[test]
     fn input_cap_is_optional_and_only_described_when_set() {

@@ -85,6 +85,7 @@ impl std::str::FromStr for EvalMode {
 
 /// Runtime statistics of one timed callable, in microseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Timing {
     pub median_us: f64,
     /// Interquartile range (p75 - p25).
@@ -93,12 +94,13 @@ pub struct Timing {
     /// Which timer produced the numbers (e.g. "cuda_event").
     pub timer: String,
     /// Per-call wall clock over a batch of calls closed by a device-wide sync (cross-check).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub wall_us_per_call: Option<f64>,
 }
 
 /// A PyTorch baseline timed in the same session as the candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Baseline {
     pub name: String,
     /// "eager" or "compile".
@@ -109,7 +111,7 @@ pub struct Baseline {
 /// Wall seconds of each phase of one evaluation (docs/evaluator.md "Phases"). Phases that did
 /// not run are 0; `total` is the whole evaluation of this candidate.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Phases {
     #[serde(rename = "static")]
     pub static_check: f64,
@@ -138,8 +140,14 @@ impl Phases {
     }
 }
 
-/// One evaluation's outcome, as the judge reports it.
+/// One evaluation's outcome, as the judge reports it. This struct is the one definition of the
+/// report's shape: every field is always serialized (None as null), so [`EvalReport::template`]
+/// lists them all; the judge fills a copy of that template (sent in every evaluate request), and a
+/// report on the wire must hold exactly its fields ([`EvalReport::from_wire`]). Stored reports
+/// of older versions may lack the later fields (serde defaults); no field was ever removed, so an
+/// unknown field is an error everywhere.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EvalReport {
     pub verdict: Verdict,
     pub mode: EvalMode,
@@ -147,32 +155,32 @@ pub struct EvalReport {
     /// "timing_check_failed" when a secretly checked timed repetition was wrong,
     /// "timing_impossible" when the median beats the roofline or the empty-kernel floor; the full
     /// list is in docs/protocol.md).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub reason: Option<String>,
     /// One human-readable paragraph: what failed where, or a summary of the pass.
     #[serde(default)]
     pub message: String,
     /// Seconds spent in `build()` summed over shape sets (never counted as runtime).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub compile_s: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub runtime: Option<Timing>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub baselines: Vec<Baseline>,
     /// Fastest eager formulation (t_ref) and its name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub t_ref_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub t_ref_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub speedup_eager: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub speedup_compile: Option<f64>,
     /// End-to-end floor: an empty kernel timed the same way, in the same session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub floor_us: Option<f64>,
     /// Names of the GPU kernels a checked call launched (from the candidate's DSL module).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub kernels: Vec<String>,
     /// Free-form facts: GPU, clocks, versions, per-check details.
     #[serde(default)]
@@ -187,15 +195,15 @@ pub struct EvalReport {
     pub eval_s: f64,
     /// The problem's roofline time on this GPU: max(bytes / bandwidth, flops / peak), with the
     /// ceilings measured by the judge (absent in reports from before it existed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub ideal_us: Option<f64>,
     /// Per-phase wall seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub phases: Option<Phases>,
 }
 
 /// Failure codes that say nothing about the candidate: the machine or the evaluator failed
-/// (verdict `crashed`). Python's `mkb_eval.evaluation.INFRA_REASONS` is the same list (a test
+/// (verdict `crashed`). Python's `mkb_eval.report_text.INFRA_REASONS` is the same list (a test
 /// checks that). `mkb` retries such an evaluation and, if it keeps failing, records it as not
 /// evaluated, never as a score (docs/protocol.md, "Infrastructure failures").
 pub const INFRA_REASONS: [&str; 6] = [
@@ -238,6 +246,41 @@ impl EvalReport {
                 .is_some_and(|r| r == JUDGE_FAILED || INFRA_REASONS.contains(&r))
     }
 
+    /// The blank report the judge fills for every candidate (docs/protocol.md, `report` of an
+    /// evaluate request): every field, with a `crashed` / `judge_error` verdict that the judge
+    /// always replaces, and empty `env` and `checks` objects.
+    pub fn template(mode: EvalMode) -> serde_json::Value {
+        let mut r = EvalReport::infrastructure(
+            mode,
+            Verdict::Crashed,
+            "judge_error",
+            "the judge filled in no report".into(),
+        );
+        r.env = serde_json::json!({});
+        r.checks = serde_json::json!({});
+        serde_json::to_value(r).expect("a report serializes")
+    }
+
+    /// A report as the judge sent it: exactly the fields of [`EvalReport::template`] (an unknown
+    /// or a missing field is a protocol error naming it), each of its type.
+    pub fn from_wire(v: &serde_json::Value) -> Result<EvalReport, String> {
+        let obj = v
+            .as_object()
+            .ok_or_else(|| format!("a report must be a JSON object, got {}", kind_of(v)))?;
+        let template = EvalReport::template(EvalMode::Compile);
+        let fields = template.as_object().expect("an object");
+        if let Some(k) = obj.keys().find(|k| !fields.contains_key(*k)) {
+            return Err(format!(
+                "report field `{k}` is unknown (EvalReport has {})",
+                fields.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if let Some(k) = fields.keys().find(|k| !obj.contains_key(*k)) {
+            return Err(format!("report field `{k}` is missing"));
+        }
+        serde_json::from_value(v.clone()).map_err(|e| format!("report: {e}"))
+    }
+
     /// A report for a failure the evaluator itself could not run into (e.g. the worker died).
     pub fn infrastructure(mode: EvalMode, verdict: Verdict, reason: &str, message: String) -> Self {
         EvalReport {
@@ -261,6 +304,17 @@ impl EvalReport {
             ideal_us: None,
             phases: None,
         }
+    }
+}
+
+fn kind_of(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
     }
 }
 
@@ -293,7 +347,7 @@ mod tests {
         assert_eq!(r.ideal_us, None);
         assert_eq!(r.phases, None);
         let back = serde_json::to_value(&r).unwrap();
-        assert!(back.get("ideal_us").is_none() && back.get("phases").is_none());
+        assert!(back["ideal_us"].is_null() && back["phases"].is_null());
         assert_eq!(serde_json::from_value::<EvalReport>(back).unwrap(), r);
 
         let new = r#"{"verdict":"incorrect","mode":"full","reason":"timing_impossible","message":"m",
@@ -336,13 +390,13 @@ mod tests {
     fn infra_reasons_match_python() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../python/mkb_eval/evaluation.py"
+            "/../../python/mkb_eval/report_text.py"
         );
-        let src = std::fs::read_to_string(path).expect("python/mkb_eval/evaluation.py");
+        let src = std::fs::read_to_string(path).expect("python/mkb_eval/report_text.py");
         // `INFRA_REASONS = (...)` or `INFRA_REASONS: tuple[str, ...] = (...)`, maybe over lines.
         let start = src
             .find("\nINFRA_REASONS")
-            .expect("evaluation.py defines INFRA_REASONS at module level");
+            .expect("report_text.py defines INFRA_REASONS at module level");
         let rest = &src[start..];
         let eq = rest.find('=').expect("INFRA_REASONS = (...)");
         let open = eq + rest[eq..].find('(').expect("a tuple");
@@ -358,8 +412,47 @@ mod tests {
         rs.sort();
         assert_eq!(
             py, rs,
-            "INFRA_REASONS differ between evaluation.py and eval.rs"
+            "INFRA_REASONS differ between report_text.py and eval.rs"
         );
+    }
+
+    #[test]
+    fn the_template_lists_every_field_and_the_wire_must_match_it() {
+        let t = EvalReport::template(EvalMode::Full);
+        let obj = t.as_object().unwrap();
+        for k in [
+            "verdict",
+            "reason",
+            "runtime",
+            "baselines",
+            "ideal_us",
+            "phases",
+            "log",
+        ] {
+            assert!(obj.contains_key(k), "{k} missing from {t}");
+        }
+        assert_eq!(t["mode"], "full");
+        assert!(t["env"].is_object() && t["checks"].is_object());
+        let r = EvalReport::from_wire(&t).unwrap();
+        assert_eq!(r.verdict, Verdict::Crashed);
+
+        let mut extra = t.clone();
+        extra["colour"] = 3.into();
+        let e = EvalReport::from_wire(&extra).unwrap_err();
+        assert!(e.contains("`colour` is unknown"), "{e}");
+        let mut short = t.clone();
+        short.as_object_mut().unwrap().remove("phases");
+        let e = EvalReport::from_wire(&short).unwrap_err();
+        assert!(e.contains("`phases` is missing"), "{e}");
+        let mut nested = t.clone();
+        nested["runtime"] = serde_json::json!({"median_us": 1.0, "iqr_us": 0.1, "reps": 3,
+            "timer": "cuda_event", "wall_us_per_call": null, "mean_us": 1.0});
+        let e = EvalReport::from_wire(&nested).unwrap_err();
+        assert!(e.contains("mean_us"), "{e}");
+        let mut wrong = t;
+        wrong["eval_s"] = "soon".into();
+        assert!(EvalReport::from_wire(&wrong).is_err());
+        assert!(EvalReport::from_wire(&serde_json::json!([1])).is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! and the problem registry that loads and validates `problems/`.
 
 pub mod attempt;
+pub mod dsl;
 pub mod eval;
 pub mod model;
 pub mod prompt;
@@ -12,6 +13,7 @@ pub mod shape;
 pub mod time;
 
 pub use attempt::{AttemptKind, Budget, Condition, Direction, EndReason};
+pub use dsl::{DslDescriptor, DslRegistry, DEFAULT_DSLS};
 pub use eval::{Baseline, EvalMode, EvalReport, Timing, Verdict, INFRA_REASONS};
 pub use model::{
     DType, Distribution, Dsl, Family, InputDecl, OutputDecl, Problem, ShapeKind, ShapeSet,
@@ -21,4 +23,4 @@ pub use time::utc_now;
 
 /// Version of the JSON-lines protocol spoken between `mkb` (Rust) and the Python evaluator.
 /// Bump it on any incompatible change; both sides refuse a mismatch.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;

@@ -1,64 +1,13 @@
-//! The problem model: what `problem.toml` declares (tensors, shape sets, tolerances, baselines)
-//! and the enums every stage shares (DSL, family, dtype).
+//! The problem model: what `problem.toml` declares (tensors, shape sets, tolerances, baselines),
+//! the variants a problem is posed in, and the enums every stage shares (family, dtype). The
+//! `Dsl` handle lives in `crate::dsl`.
 
+pub use crate::dsl::Dsl;
 use crate::shape::DimExpr;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
-
-/// The two kernel DSLs a problem is posed in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dsl {
-    Cute,
-    Tirx,
-}
-
-impl Dsl {
-    pub const ALL: [Dsl; 2] = [Dsl::Cute, Dsl::Tirx];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dsl::Cute => "cute",
-            Dsl::Tirx => "tirx",
-        }
-    }
-
-    /// Human name used in prompts and reports.
-    pub fn display_name(self) -> &'static str {
-        match self {
-            Dsl::Cute => "CuTe DSL",
-            Dsl::Tirx => "TIRx",
-        }
-    }
-
-    /// The other DSL: the target of a transfer from this one.
-    pub fn other(self) -> Dsl {
-        match self {
-            Dsl::Cute => Dsl::Tirx,
-            Dsl::Tirx => Dsl::Cute,
-        }
-    }
-}
-
-impl fmt::Display for Dsl {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Dsl {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.to_ascii_lowercase().as_str() {
-            "cute" | "cutedsl" | "cute-dsl" => Ok(Dsl::Cute),
-            "tirx" => Ok(Dsl::Tirx),
-            _ => Err(format!("unknown DSL {s:?} (expected cute or tirx)")),
-        }
-    }
-}
 
 /// The six problem families of docs/suite.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -352,6 +301,9 @@ pub struct Problem {
     pub dir: PathBuf,
     pub statement: String,
     pub reference: String,
+    /// The DSLs the problem is posed in: its `<dsl>/starter.py` folders, by name.
+    #[serde(default)]
+    pub variants: Vec<Dsl>,
 }
 
 impl Problem {
@@ -379,6 +331,10 @@ impl Problem {
             .shapes
             .iter()
             .filter(|s| s.kind == ShapeKind::Check)
+    }
+    /// Is the problem posed in `dsl` (does it have `<dsl>/starter.py`)?
+    pub fn has_variant(&self, dsl: Dsl) -> bool {
+        self.variants.contains(&dsl)
     }
     pub fn variant_dir(&self, dsl: Dsl) -> PathBuf {
         self.dir.join(dsl.as_str())

@@ -1,19 +1,20 @@
 //! The variant prompt: what an agent sees for one problem in one DSL. It is built from a
 //! DSL-neutral part (statement, interface, reference, scoring, budget) that is byte-identical
-//! for both variants, and a DSL part (the brief from docs/dsl/<dsl>.md and the starter file).
+//! for every variant, and a DSL part (the brief its descriptor names, e.g. docs/dsl/cute.md,
+//! and the starter file).
 
 use crate::attempt::Budget;
-use crate::model::{Distribution, Dsl, Param, Problem, ShapeKind};
+use crate::dsl::DslDescriptor;
+use crate::model::{Distribution, Param, Problem, ShapeKind};
 use crate::registry::dims_literal;
 use std::fmt::Write as _;
-use std::path::Path;
 
 /// Heading that opens the DSL part; everything before it is shared by both variants.
 pub const DSL_SECTION_MARKER: &str = "\n# Your DSL: ";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct VariantPrompt {
-    /// Identical for the CuTe and the TIRx variant of one problem.
+    /// Identical for every variant of one problem.
     pub common: String,
     /// The DSL brief and the starter file.
     pub dsl_section: String,
@@ -25,9 +26,9 @@ impl VariantPrompt {
     }
 }
 
-/// Read the brief for one DSL (`docs/dsl/<dsl>.md`).
-pub fn read_brief(briefs_dir: &Path, dsl: Dsl) -> std::io::Result<String> {
-    std::fs::read_to_string(briefs_dir.join(format!("{}.md", dsl.as_str())))
+/// Read the brief of one DSL (the file its descriptor names).
+pub fn read_brief(dsl: &DslDescriptor) -> std::io::Result<String> {
+    dsl.read_brief()
 }
 
 fn dist_text(d: &Distribution) -> String {
@@ -145,7 +146,7 @@ pub fn common_part(problem: &Problem, budget: &Budget) -> String {
 }
 
 /// The DSL part: the brief and the starter file.
-pub fn dsl_part(problem: &Problem, dsl: Dsl, brief: &str, starter: &str) -> String {
+pub fn dsl_part(problem: &Problem, dsl: &DslDescriptor, brief: &str, starter: &str) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -168,12 +169,11 @@ pub fn dsl_part(problem: &Problem, dsl: Dsl, brief: &str, starter: &str) -> Stri
 /// Build the full variant prompt, reading the brief and the starter from disk.
 pub fn variant_prompt(
     problem: &Problem,
-    dsl: Dsl,
-    briefs_dir: &Path,
+    dsl: &DslDescriptor,
     budget: &Budget,
 ) -> std::io::Result<VariantPrompt> {
-    let brief = read_brief(briefs_dir, dsl)?;
-    let starter = std::fs::read_to_string(problem.starter_path(dsl))?;
+    let brief = read_brief(dsl)?;
+    let starter = std::fs::read_to_string(problem.starter_path(dsl.dsl))?;
     Ok(VariantPrompt {
         common: common_part(problem, budget),
         dsl_section: format!("\n{}", dsl_part(problem, dsl, &brief, &starter)),

@@ -1,6 +1,8 @@
 //! The problem registry: finds `problems/<family>/<id>_<slug>/`, parses `problem.toml`,
-//! reads the texts and validates everything. Every error names the file and the field.
+//! reads the texts, finds the variants (one `<dsl>/starter.py` folder per registered DSL the
+//! problem is posed in) and validates everything. Every error names the file and the field.
 
+use crate::dsl::DslRegistry;
 use crate::model::{Dsl, Family, Problem, ProblemFile, ShapeKind, MIN_IDEAL_US};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -18,7 +20,7 @@ pub struct LoadError {
 }
 
 impl LoadError {
-    fn new(path: &Path, field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(path: &Path, field: impl Into<String>, message: impl Into<String>) -> Self {
         LoadError {
             path: path.to_path_buf(),
             field: field.into(),
@@ -35,9 +37,10 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Load every problem under `root` (the `problems/` folder). Collects all errors instead
-    /// of stopping at the first, so one run of `mkb problems list` shows every broken file.
-    pub fn load(root: &Path) -> Result<Registry, Vec<LoadError>> {
+    /// Load every problem under `root` (the `problems/` folder); a problem's variants are the
+    /// folders named after DSLs of `dsls`. Collects all errors instead of stopping at the
+    /// first, so one run of `mkb problems list` shows every broken file.
+    pub fn load(root: &Path, dsls: &DslRegistry) -> Result<Registry, Vec<LoadError>> {
         let mut problems = Vec::new();
         let mut errors = Vec::new();
         let families = match fs::read_dir(root) {
@@ -92,7 +95,7 @@ impl Registry {
                 {
                     continue;
                 }
-                match load_problem(&dir) {
+                match load_problem(&dir, dsls) {
                     Ok(p) => problems.push(p),
                     Err(mut e) => errors.append(&mut e),
                 }
@@ -198,7 +201,7 @@ pub fn defines_function(src: &str, name: &str) -> bool {
 }
 
 /// Load and validate one problem folder.
-pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
+pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadError>> {
     let toml_path = dir.join("problem.toml");
     let mut errors = Vec::new();
     let text = match fs::read_to_string(&toml_path) {
@@ -345,6 +348,11 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
             crate::model::Distribution::Randint { .. } if inp.dtype.is_float() => errors.push(err(
                 &format!("{f}.dist"),
                 "randint needs an integer dtype".into(),
+            )),
+            crate::model::Distribution::Randint { .. } => {}
+            _ if !inp.dtype.is_float() => errors.push(err(
+                &format!("{f}.dist"),
+                format!("integer input {:?} needs dist.kind = \"randint\"", inp.name),
             )),
             _ => {}
         }
@@ -518,8 +526,37 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
             }
         }
     }
-    for dsl in Dsl::ALL {
-        let starter = dir.join(dsl.as_str()).join("starter.py");
+    // Variants: every sub-folder (but `.`/`_` ones) is one, named after a registered DSL.
+    let mut variants: Vec<Dsl> = Vec::new();
+    let mut subdirs: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    subdirs.sort();
+    for sub in subdirs {
+        let name = sub
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        if name.starts_with(['.', '_']) {
+            continue;
+        }
+        let dsl = match name.parse::<Dsl>().and_then(|d| dsls.require(d).map(|_| d)) {
+            Ok(d) => d,
+            Err(e) => {
+                errors.push(LoadError::new(
+                    &sub,
+                    "",
+                    format!("a variant folder must be named after a registered DSL: {e}"),
+                ));
+                continue;
+            }
+        };
+        let starter = sub.join("starter.py");
         if let Some(src) = read_text(&starter, &mut errors) {
             if !defines_function(&src, "build") {
                 errors.push(LoadError::new(
@@ -529,7 +566,7 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
                 ));
             }
         }
-        let sol = dir.join(dsl.as_str()).join("solution.py");
+        let sol = sub.join("solution.py");
         if sol.exists() {
             if let Some(src) = read_text(&sol, &mut errors) {
                 if !defines_function(&src, "build") {
@@ -541,6 +578,21 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
                 }
             }
         }
+        variants.push(dsl);
+    }
+    if variants.is_empty() && errors.is_empty() {
+        errors.push(LoadError::new(
+            dir,
+            "",
+            format!(
+                "the problem is posed in no DSL: add a <dsl>/starter.py folder (registered: {})",
+                dsls.dsls()
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
     }
     if file.bytes.is_none() {
         errors.push(err(
@@ -571,6 +623,7 @@ pub fn load_problem(dir: &Path) -> Result<Problem, Vec<LoadError>> {
         statement,
         reference,
         file,
+        variants,
     };
     // The size rule of docs/suite.md on the benchmark shape.
     match problem.ideal_us(problem.benchmark_shape()) {
@@ -596,6 +649,10 @@ pub fn dims_literal(dims: &BTreeMap<String, u64>) -> String {
 mod tests {
     use super::*;
     use std::fs;
+
+    fn dsls() -> DslRegistry {
+        DslRegistry::load_root(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")).unwrap()
+    }
 
     const GOOD: &str = r#"
 id = "A01"
@@ -661,7 +718,7 @@ dims = { T = 333, H = 1000 }
     fn loads_a_good_problem() {
         let tmp = tempfile::tempdir().unwrap();
         write_problem(tmp.path(), GOOD);
-        let reg = Registry::load(tmp.path()).unwrap();
+        let reg = Registry::load(tmp.path(), &dsls()).unwrap();
         let p = reg.get("a01").unwrap();
         assert_eq!(p.slug(), "bias_gelu");
         assert_eq!(p.check_shapes().count(), 2);
@@ -673,7 +730,7 @@ dims = { T = 333, H = 1000 }
     fn errors_for(toml_text: &str) -> Vec<LoadError> {
         let tmp = tempfile::tempdir().unwrap();
         write_problem(tmp.path(), toml_text);
-        Registry::load(tmp.path()).expect_err("must fail")
+        Registry::load(tmp.path(), &dsls()).expect_err("must fail")
     }
 
     #[test]
@@ -719,6 +776,16 @@ dims = { T = 333, H = 1000 }
 
         let errs = errors_for(&GOOD.replace("id = \"A01\"", "id = \"A1\""));
         assert!(errs.iter().any(|e| e.field == "id"), "{errs:?}");
+
+        let errs = errors_for(&GOOD.replace(
+            "name = \"b\"\ndtype = \"bfloat16\"",
+            "name = \"b\"\ndtype = \"int32\"",
+        ));
+        assert!(
+            errs.iter()
+                .any(|e| e.field == "inputs[1].dist" && e.message.contains("randint")),
+            "{errs:?}"
+        );
     }
 
     #[test]
@@ -745,7 +812,7 @@ dims = { T = 333, H = 1000 }
         // The declared bytes set the ideal time: x, b, y of A01 at the benchmark shape.
         let tmp = tempfile::tempdir().unwrap();
         write_problem(tmp.path(), GOOD);
-        let reg = Registry::load(tmp.path()).unwrap();
+        let reg = Registry::load(tmp.path(), &dsls()).unwrap();
         let p = reg.get("A01").unwrap();
         let b = p.benchmark_shape();
         assert_eq!(p.min_bytes(b).unwrap(), 4 * 16384 * 14336 + 2 * 14336);
@@ -757,9 +824,41 @@ dims = { T = 333, H = 1000 }
         let tmp = tempfile::tempdir().unwrap();
         let dir = write_problem(tmp.path(), GOOD);
         fs::remove_file(dir.join("tirx").join("starter.py")).unwrap();
-        let errs = Registry::load(tmp.path()).unwrap_err();
+        let errs = Registry::load(tmp.path(), &dsls()).unwrap_err();
         assert!(
             errs.iter().any(|e| e.path.ends_with("tirx/starter.py")),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn variants_are_the_registered_dsl_folders() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = write_problem(tmp.path(), GOOD);
+        let reg = Registry::load(tmp.path(), &dsls()).unwrap();
+        let p = reg.get("A01").unwrap();
+        assert_eq!(p.variants, vec![Dsl::CUTE, Dsl::TIRX]);
+        // A DSL with no starter for a problem has no variant for it.
+        fs::remove_dir_all(dir.join("tirx")).unwrap();
+        fs::create_dir_all(dir.join("__pycache__")).unwrap();
+        let reg = Registry::load(tmp.path(), &dsls()).unwrap();
+        let p = reg.get("A01").unwrap();
+        assert!(p.has_variant(Dsl::CUTE) && !p.has_variant(Dsl::TIRX));
+        // A folder named after no registered DSL is an error naming it.
+        fs::create_dir_all(dir.join("triton")).unwrap();
+        let errs = Registry::load(tmp.path(), &dsls()).unwrap_err();
+        assert!(
+            errs.iter().any(|e| e.path.ends_with("triton")
+                && e.message.contains("unknown DSL \"triton\"")
+                && e.message.contains("registered: cute, tirx")),
+            "{errs:?}"
+        );
+        // No variant at all.
+        fs::remove_dir_all(dir.join("triton")).unwrap();
+        fs::remove_dir_all(dir.join("cute")).unwrap();
+        let errs = Registry::load(tmp.path(), &dsls()).unwrap_err();
+        assert!(
+            errs.iter().any(|e| e.message.contains("posed in no DSL")),
             "{errs:?}"
         );
     }

@@ -3,7 +3,7 @@
 //! names neither DSL.
 
 use mkb_core::prompt::{dsl_part, read_brief, variant_prompt, DSL_SECTION_MARKER};
-use mkb_core::{Budget, Dsl, Registry};
+use mkb_core::{Budget, Dsl, DslRegistry, Registry};
 use std::path::PathBuf;
 
 fn repo() -> PathBuf {
@@ -12,13 +12,18 @@ fn repo() -> PathBuf {
 
 #[test]
 fn variant_prompts_differ_only_in_the_dsl_section() {
-    let reg = Registry::load(&repo().join("problems")).expect("the repository's problems load");
+    let dsls = DslRegistry::load_root(&repo()).expect("the repository's DSLs load");
+    let reg =
+        Registry::load(&repo().join("problems"), &dsls).expect("the repository's problems load");
     assert!(!reg.problems().is_empty());
-    let briefs = repo().join("docs/dsl");
+    let (cute_d, tirx_d) = (
+        dsls.require(Dsl::CUTE).unwrap(),
+        dsls.require(Dsl::TIRX).unwrap(),
+    );
     let budget = Budget::default();
     for p in reg.problems() {
-        let cute = variant_prompt(p, Dsl::Cute, &briefs, &budget).expect("cute prompt");
-        let tirx = variant_prompt(p, Dsl::Tirx, &briefs, &budget).expect("tirx prompt");
+        let cute = variant_prompt(p, cute_d, &budget).expect("cute prompt");
+        let tirx = variant_prompt(p, tirx_d, &budget).expect("tirx prompt");
         assert_eq!(
             cute.common,
             tirx.common,
@@ -27,17 +32,18 @@ fn variant_prompts_differ_only_in_the_dsl_section() {
         );
         assert_ne!(cute.dsl_section, tirx.dsl_section, "{}", p.id());
         // The rendered prompt is exactly: shared part, then the DSL section.
-        for (vp, dsl) in [(&cute, Dsl::Cute), (&tirx, Dsl::Tirx)] {
+        for (vp, desc) in [(&cute, cute_d), (&tirx, tirx_d)] {
+            let dsl = desc.dsl;
             let rendered = vp.render();
             let cut = rendered
                 .find(DSL_SECTION_MARKER)
                 .expect("the DSL marker is present");
             assert_eq!(&rendered[..cut], vp.common, "{} {dsl}", p.id());
-            let brief = read_brief(&briefs, dsl).unwrap();
+            let brief = read_brief(desc).unwrap();
             let starter = std::fs::read_to_string(p.starter_path(dsl)).unwrap();
             assert_eq!(
                 rendered[cut..].trim_start_matches('\n'),
-                dsl_part(p, dsl, &brief, &starter),
+                dsl_part(p, desc, &brief, &starter),
                 "{} {dsl}",
                 p.id()
             );
@@ -61,7 +67,8 @@ fn variant_prompts_differ_only_in_the_dsl_section() {
 #[test]
 fn the_check_catches_a_dsl_word_in_a_statement() {
     // The check above must be able to fail: a statement that names a DSL is caught.
-    let reg = Registry::load(&repo().join("problems")).unwrap();
+    let dsls = DslRegistry::load_root(&repo()).unwrap();
+    let reg = Registry::load(&repo().join("problems"), &dsls).unwrap();
     let mut p = reg.problems()[0].clone();
     p.statement.push_str("\nHint: use TIRx vector loads.");
     let common = mkb_core::prompt::common_part(&p, &Budget::default());

@@ -5,6 +5,7 @@
 //! started without the OS sandbox (the `--unsafe-no-sandbox` opt-out) is logged loudly.
 
 use crate::protocol::{parse_line, trim, EvalRequest, EvalResponse, Hello, Incoming, KeyedReport};
+use crate::spec::ProblemSpec;
 use mkb_core::PROTOCOL_VERSION;
 use mkb_core::{EvalMode, EvalReport, Verdict};
 use std::collections::VecDeque;
@@ -44,10 +45,15 @@ pub enum JudgeError {
     Protocol(String),
     #[error("the judge rejected the request: {0}")]
     Rejected(String),
+    /// The judge answered, but its answer breaks the protocol's schema (an unknown or missing
+    /// report field: mkb and mkb_eval disagree; trying again cannot help).
+    #[error("the judge's answer breaks the protocol: {0}")]
+    Contract(String),
 }
 
-/// Environment variables a judge may inherit. Anything that looks like a credential is
-/// dropped even when listed (API keys must never reach candidate processes).
+/// Environment variables a judge may inherit (besides the DSLs' own prefixes, from their
+/// descriptors). Anything that looks like a credential is dropped even when listed (API keys
+/// must never reach candidate processes).
 const ENV_ALLOW: &[&str] = &[
     "PATH",
     "HOME",
@@ -58,8 +64,6 @@ const ENV_ALLOW: &[&str] = &[
     "LD_LIBRARY_PATH",
     "CUDA_PATH",
     "CUDA_HOME",
-    "CUTE_DSL_ARCH",
-    "CUTE_DSL_CACHE_DIR",
     "TORCHINDUCTOR_CACHE_DIR",
     "TRITON_CACHE_DIR",
     "XDG_CACHE_HOME",
@@ -108,12 +112,35 @@ pub fn looks_secret(name: &str) -> bool {
     .any(|p| n.contains(p))
 }
 
-/// The environment a judge gets: allow-listed variables, `MKB_EVAL_*` tuning knobs, and a
+/// The environment a judge gets: allow-listed variables, the registered DSLs' prefixes
+/// (`environment.inherit_prefixes` of `dsls/*/dsl.toml`), `MKB_EVAL_*` tuning knobs, and a
 /// PYTHONPATH with the evaluator package first.
 pub fn judge_env(spec: &JudgeSpec) -> Vec<(String, String)> {
+    // The callers loaded and checked the descriptors already; here a broken one only loses
+    // its environment (and says so).
+    let dsls = match mkb_core::DslRegistry::load_root(&spec.root) {
+        Ok(d) => Some(d),
+        Err(errs) => {
+            tracing::warn!(
+                "DSL descriptors: {}",
+                errs.iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            None
+        }
+    };
+    let prefixes = dsls
+        .as_ref()
+        .map(|d| d.inherit_prefixes())
+        .unwrap_or_default();
     let mut env: Vec<(String, String)> = std::env::vars()
         .filter(|(k, _)| {
-            (ENV_ALLOW.contains(&k.as_str()) || k.starts_with("MKB_EVAL_")) && !looks_secret(k)
+            (ENV_ALLOW.contains(&k.as_str())
+                || k.starts_with("MKB_EVAL_")
+                || prefixes.iter().any(|p| k.starts_with(p.as_str())))
+                && !looks_secret(k)
         })
         .collect();
     let mut pp = vec![spec.root.join("python").to_string_lossy().to_string()];
@@ -126,6 +153,15 @@ pub fn judge_env(spec: &JudgeSpec) -> Vec<(String, String)> {
         );
     }
     env.push(("PYTHONPATH".into(), pp.join(":")));
+    // The evaluator reads the same DSL descriptors as mkb, wherever its package lives.
+    env.retain(|(k, _)| k != "MKB_EVAL_DSLS_DIR");
+    env.push((
+        "MKB_EVAL_DSLS_DIR".into(),
+        spec.root
+            .join(mkb_core::dsl::DSLS_DIR)
+            .to_string_lossy()
+            .to_string(),
+    ));
     env.push(("PYTHONUNBUFFERED".into(), "1".into()));
     env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     match spec.gpu {
@@ -145,8 +181,10 @@ pub fn judge_env(spec: &JudgeSpec) -> Vec<(String, String)> {
         }
         None => {
             env.push(("CUDA_VISIBLE_DEVICES".into(), String::new()));
-            if !env.iter().any(|(k, _)| k == "CUTE_DSL_ARCH") {
-                env.push(("CUTE_DSL_ARCH".into(), "sm_90a".into()));
+            for (k, v) in dsls.iter().flat_map(|d| d.compile_only_env()) {
+                if !env.iter().any(|(e, _)| *e == k) {
+                    env.push((k, v));
+                }
             }
         }
     }
@@ -338,16 +376,28 @@ impl Judge {
             });
         }
         let req = &sent;
+        // problem.toml is parsed and validated here, by the registry, and the judge gets the result.
+        let dsls = mkb_core::DslRegistry::load_root(&self.spec.root).map_err(|errs| {
+            JudgeError::Rejected(format!(
+                "the DSL descriptors: {}",
+                errs.iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        })?;
+        let problem = ProblemSpec::load(&req.problem_dir, &dsls)
+            .map_err(|e| JudgeError::Rejected(format!("bad problem: {e}")))?;
         self.next_id += 1;
         let id = format!("r{}", self.next_id);
-        let wire = req.to_wire(&id, seed);
+        let wire = req.to_wire(&id, seed, &problem);
         // Each candidate may take its total budget; baselines (torch.compile) and the floor add some.
         let secs = req.limits.total_s * req.candidates.len().max(1) as f64 + 900.0;
         let body = self
             .send_and_wait(wire, &id, Duration::from_secs_f64(secs), on_event)
             .await?;
-        let mut resp: EvalResponse = serde_json::from_value(body)
-            .map_err(|e| JudgeError::Protocol(format!("bad evaluate response: {e}")))?;
+        let mut resp = EvalResponse::from_wire(&body)
+            .map_err(|e| JudgeError::Contract(format!("evaluate response: {e}")))?;
         for (i, r) in refused {
             resp.reports.insert(i.min(resp.reports.len()), r);
         }
@@ -372,12 +422,13 @@ impl Judge {
     }
 
     async fn kill(&mut self) {
-        if let Some(pid) = self.child.id() {
-            // Kill the whole process group (the judge and its runners).
-            let _ = std::process::Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{pid}"))
-                .status();
+        if let Some(pid) = self.child.id().and_then(|p| i32::try_from(p).ok()) {
+            // Kill the whole process group (the judge and its runners): the judge leads it
+            // (`process_group(0)` at spawn), so its pid is the group id.
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
         let _ = self.child.kill().await;
     }
@@ -507,7 +558,7 @@ mod tests {
                 log_file: None,
             },
         };
-        let req = EvalRequest::single(dir.clone(), mkb_core::Dsl::Cute, EvalMode::Compile, big);
+        let req = EvalRequest::single(dir.clone(), mkb_core::Dsl::CUTE, EvalMode::Compile, big);
         let resp = tokio::time::timeout(
             Duration::from_secs(10),
             judge.evaluate(&req, 1, &mut |_| {}),
@@ -568,6 +619,66 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A process's state from /proc: dead (gone, or a zombie no one has reaped yet) or not.
+    fn is_dead(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    #[tokio::test]
+    async fn kill_reaches_the_judges_whole_process_group() {
+        // `sh` stands in for the judge, with a runner (`sleep`) in its process group.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("sleep 300 & echo $!; wait")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut judge = Judge {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            stderr_tail: Default::default(),
+            next_id: 0,
+            hello: serde_json::from_value(serde_json::json!({})).unwrap(),
+            spec: JudgeSpec {
+                python: "python3".into(),
+                root: std::env::temp_dir(),
+                gpu: None,
+                log_file: None,
+            },
+        };
+        let runner: u32 = judge
+            .lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the runner's pid")
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(!is_dead(runner), "the runner is up before the kill");
+        judge.kill().await;
+        let mut dead = false;
+        for _ in 0..100 {
+            dead = is_dead(runner);
+            if dead {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(dead, "the judge's runner {runner} outlived the kill");
+    }
+
     #[test]
     fn hello_without_sandbox_info_counts_as_unsafe() {
         let h: Hello = serde_json::from_value(serde_json::json!({})).unwrap();
@@ -602,5 +713,35 @@ mod tests {
             .iter()
             .any(|(k, v)| k == "CUDA_VISIBLE_DEVICES" && v.is_empty()));
         assert!(env.iter().any(|(k, _)| k == "MKB_EVAL_SOMETHING"));
+    }
+
+    #[test]
+    fn the_dsls_descriptors_shape_the_environment() {
+        // dsls/cute/dsl.toml: CUTE_DSL_* passes, CUTE_DSL_ARCH=sm_90a without a GPU.
+        std::env::set_var("CUTE_DSL_LOG_LEVEL", "1");
+        std::env::set_var("CUTE_DSL_SECRET_TOKEN", "sk-dsl-planted");
+        let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let spec = |gpu| JudgeSpec {
+            python: "python3".into(),
+            root: repo.clone(),
+            gpu,
+            log_file: None,
+        };
+        let cpu = judge_env(&spec(None));
+        assert!(cpu
+            .iter()
+            .any(|(k, v)| k == "CUTE_DSL_LOG_LEVEL" && v == "1"));
+        assert!(!cpu.iter().any(|(k, _)| k == "CUTE_DSL_SECRET_TOKEN"));
+        let dsls_dir = repo.join("dsls").to_string_lossy().to_string();
+        assert!(cpu
+            .iter()
+            .any(|(k, v)| k == "MKB_EVAL_DSLS_DIR" && *v == dsls_dir));
+        if std::env::var_os("CUTE_DSL_ARCH").is_none() {
+            assert!(cpu
+                .iter()
+                .any(|(k, v)| k == "CUTE_DSL_ARCH" && v == "sm_90a"));
+            let gpu = judge_env(&spec(Some(0)));
+            assert!(!gpu.iter().any(|(k, _)| k == "CUTE_DSL_ARCH"));
+        }
     }
 }

@@ -79,7 +79,14 @@ pub struct PoolConfig {
     pub log_dir: Option<PathBuf>,
     /// How long a judge may take to start (torch + DSL imports).
     pub start_timeout: Duration,
+    /// Judges per GPU: one runs GPU work at a time (the judges' GPU lease, docs/evaluator.md),
+    /// the others start runners and compile meanwhile. [`DEFAULT_JUDGES_PER_GPU`] unless set.
+    pub judges_per_gpu: usize,
 }
+
+/// Two judges per GPU: one builds while the other holds the GPU (measured on the H200,
+/// bench/h200/2026-12-01b/).
+pub const DEFAULT_JUDGES_PER_GPU: usize = 2;
 
 #[derive(Debug, Error)]
 pub enum EvalError {
@@ -126,7 +133,8 @@ impl EvalPool {
             root: cfg.root.clone(),
             gpu,
             log_file: cfg.log_dir.as_ref().map(|d| match gpu {
-                Some(g) => d.join(format!("judge-gpu{g}.log")),
+                Some(g) if n == 0 => d.join(format!("judge-gpu{g}.log")),
+                Some(g) => d.join(format!("judge-gpu{g}-{n}.log")),
                 None => d.join(format!("judge-cpu{n}.log")),
             }),
         };
@@ -181,12 +189,14 @@ impl EvalPool {
             let q: Queue = Arc::new(Mutex::new(rx));
             let mut first = first_gpu;
             for &g in &gpu_ids {
-                tokio::spawn(worker(
-                    spec_for(Some(g), 0),
-                    cfg.start_timeout,
-                    q.clone(),
-                    first.take(),
-                ));
+                for n in 0..cfg.judges_per_gpu.max(1) {
+                    tokio::spawn(worker(
+                        spec_for(Some(g), n),
+                        cfg.start_timeout,
+                        q.clone(),
+                        first.take(),
+                    ));
+                }
             }
             Some(tx)
         };
@@ -411,6 +421,7 @@ async fn evaluate_with_retries(
                 }
             }
             Err(JudgeError::Rejected(msg)) => return Err(EvalError::Rejected(msg)),
+            Err(e @ JudgeError::Contract(_)) => return Err(EvalError::Rejected(e.to_string())),
             Err(e) => {
                 tracing::warn!(error = %e, try_ = attempt + 1, "judge failed; restarting it");
                 slot.discard();
@@ -615,6 +626,7 @@ mod tests {
         Reports(Vec<(&'static str, Verdict, Option<&'static str>)>),
         Dies,
         Rejects,
+        BreaksContract,
     }
 
     struct FakeSlot {
@@ -647,6 +659,9 @@ mod tests {
                     stderr_tail: "Segmentation fault".into(),
                 }),
                 Step::Rejects => Err(JudgeError::Rejected("bad request".into())),
+                Step::BreaksContract => Err(JudgeError::Contract(
+                    "reports[0] (a): report field `colour` is unknown".into(),
+                )),
                 Step::Reports(rs) => Ok(EvalResponse {
                     reports: rs
                         .into_iter()
@@ -680,7 +695,7 @@ mod tests {
                 .collect(),
             ..EvalRequest::single(
                 "/p".into(),
-                mkb_core::Dsl::Cute,
+                mkb_core::Dsl::CUTE,
                 EvalMode::Full,
                 "/x".into(),
             )
@@ -786,6 +801,18 @@ mod tests {
             Err(EvalError::Rejected(_))
         ));
         assert_eq!(slot.calls.len(), 1);
+    }
+
+    /// An answer that breaks the report schema is never retried (it cannot get better) and
+    /// never becomes a verdict: the caller gets the error naming the field.
+    #[tokio::test]
+    async fn a_schema_mismatch_is_an_error_at_once() {
+        let mut slot = FakeSlot::new(vec![Step::BreaksContract]);
+        match run(&mut slot, &["a"]).await {
+            Err(EvalError::Rejected(m)) => assert!(m.contains("`colour`"), "{m}"),
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+        assert_eq!((slot.calls.len(), slot.discarded), (1, 0));
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! Wire types of the JSON-lines protocol between `mkb` and the Python judge
-//! (docs/protocol.md). Requests are built here; responses are parsed into `mkb_core` types.
+//! (docs/protocol.md). Requests are built here, each carrying the problem spec (crate::spec) and
+//! the report template; responses are parsed strictly into `mkb_core` types.
 
+use crate::spec::ProblemSpec;
 use mkb_core::{Dsl, EvalMode, EvalReport, PROTOCOL_VERSION};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -31,40 +33,102 @@ impl Default for Limits {
     }
 }
 
-/// How the judge times candidates and baselines.
+/// How the judge times candidates and baselines (docs/evaluator.md "Timing"): at least `rounds`
+/// rounds and `min_reps` repetitions, then until the median's 95% CI half-width is under
+/// `ci_rel` x the median, at most `max_reps`; `checked` repetitions of every round (at least 3)
+/// are verified in secret. The judge's defaults (`DEFAULT_TIMING` in python/mkb_eval/evaluation.py)
+/// are these (a test compares them); it refuses a key it does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct TimingOptions {
     pub min_reps: u32,
-    pub min_time_s: f64,
+    pub max_reps: u32,
     pub warmup: u32,
     pub rounds: u32,
-    pub checkpoints: u32,
+    pub checked: u32,
+    pub ci_rel: f64,
+    /// Timing v1's fixed measuring time: read from configs written before timing v2, ignored.
+    #[serde(skip_serializing)]
+    pub min_time_s: Option<f64>,
+    /// Timing v1's checkpoints (now every round has secret checks): read, ignored.
+    #[serde(skip_serializing)]
+    pub checkpoints: Option<u32>,
 }
 
 impl Default for TimingOptions {
     fn default() -> Self {
         TimingOptions {
             min_reps: 100,
-            min_time_s: 1.0,
+            max_reps: 1000,
             warmup: 10,
-            rounds: 5,
-            checkpoints: 3,
+            rounds: 3,
+            checked: 3,
+            ci_rel: 0.005,
+            min_time_s: None,
+            checkpoints: None,
         }
     }
 }
 
 impl TimingOptions {
-    /// Lighter timing for an agent's benchmark tool calls: quick feedback, same method.
-    /// Final evaluations use the default.
+    /// Lighter timing for an agent's benchmark tool calls: quick feedback, same method (one
+    /// round, its secret checks included). Final evaluations use the default.
     pub fn quick() -> Self {
         TimingOptions {
             min_reps: 50,
-            min_time_s: 0.3,
+            max_reps: 300,
             warmup: 5,
             rounds: 1,
-            checkpoints: 1,
+            ..TimingOptions::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod timing_tests {
+    use super::*;
+
+    #[test]
+    fn timing_options_match_the_judge_and_read_old_configs() {
+        // The judge's defaults, as python/mkb_eval/evaluation.py writes them.
+        let py = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../python/mkb_eval/evaluation.py"),
+        )
+        .unwrap();
+        let line = py
+            .lines()
+            .skip_while(|l| !l.starts_with("DEFAULT_TIMING"))
+            .take_while(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let d = TimingOptions::default();
+        for (k, v) in [
+            ("min_reps", d.min_reps.to_string()),
+            ("max_reps", d.max_reps.to_string()),
+            ("warmup", d.warmup.to_string()),
+            ("rounds", d.rounds.to_string()),
+            ("checked", d.checked.to_string()),
+            ("ci_rel", d.ci_rel.to_string()),
+        ] {
+            assert!(
+                line.contains(&format!("\"{k}\": {v}")),
+                "DEFAULT_TIMING lacks {k}: {v}: {line}"
+            );
+        }
+        // A config of timing v1 still reads; its old keys are not sent on.
+        let old: TimingOptions = serde_json::from_str(
+            r#"{"min_reps":50,"min_time_s":0.3,"warmup":5,"rounds":1,"checkpoints":1}"#,
+        )
+        .unwrap();
+        assert_eq!(old.min_reps, 50);
+        assert_eq!(old.max_reps, 1000);
+        let sent = serde_json::to_value(old).unwrap();
+        assert!(sent.get("min_time_s").is_none() && sent.get("checkpoints").is_none());
+        assert_eq!(sent["checked"], 3);
+        // An unknown key is refused, naming it.
+        let e = serde_json::from_str::<TimingOptions>(r#"{"min_repz":5}"#).unwrap_err();
+        assert!(e.to_string().contains("min_repz"), "{e}");
     }
 }
 
@@ -75,7 +139,8 @@ pub struct Candidate {
     pub path: PathBuf,
 }
 
-/// An `evaluate` request: candidates of one problem in one DSL, timed interleaved.
+/// An `evaluate` request: candidates of one problem in one DSL, timed interleaved. The problem
+/// is named by its folder; the judge receives its spec, loaded when the request is sent.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EvalRequest {
     pub problem_dir: PathBuf,
@@ -101,13 +166,15 @@ impl EvalRequest {
         }
     }
 
-    /// The request as one JSON line, with a request id and the secret seed (never stored).
-    pub fn to_wire(&self, id: &str, seed: u64) -> serde_json::Value {
+    /// The request as one JSON line, with a request id, the secret seed (never stored), the
+    /// problem's spec and the report template the judge fills for each candidate.
+    pub fn to_wire(&self, id: &str, seed: u64, problem: &ProblemSpec) -> serde_json::Value {
         serde_json::json!({
             "v": PROTOCOL_VERSION,
             "id": id,
             "op": "evaluate",
-            "problem_dir": self.problem_dir,
+            "problem": problem,
+            "report": EvalReport::template(self.mode),
             "dsl": self.dsl,
             "mode": self.mode,
             "candidates": self.candidates,
@@ -168,6 +235,7 @@ impl Hello {
 
 /// One report of an evaluate response.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct KeyedReport {
     pub key: String,
     pub report: EvalReport,
@@ -179,6 +247,47 @@ pub struct EvalResponse {
     pub reports: Vec<KeyedReport>,
     #[serde(default)]
     pub session: serde_json::Value,
+}
+
+impl EvalResponse {
+    /// Parse the body of a successful evaluate response: `reports` as `[{"key", "report"}]`,
+    /// each report holding exactly the fields of the template ([`EvalReport::from_wire`]);
+    /// errors name the candidate and the field.
+    pub fn from_wire(body: &serde_json::Value) -> Result<EvalResponse, String> {
+        let reports = body
+            .get("reports")
+            .and_then(|r| r.as_array())
+            .ok_or("the response has no `reports` list")?;
+        let mut out = Vec::with_capacity(reports.len());
+        for (i, r) in reports.iter().enumerate() {
+            let obj = r
+                .as_object()
+                .ok_or_else(|| format!("reports[{i}] is not an object"))?;
+            if let Some(k) = obj.keys().find(|k| *k != "key" && *k != "report") {
+                return Err(format!("reports[{i}]: unknown field `{k}` (key, report)"));
+            }
+            let key = obj
+                .get("key")
+                .and_then(|k| k.as_str())
+                .ok_or_else(|| format!("reports[{i}]: field `key` is missing or not a string"))?;
+            let report = obj
+                .get("report")
+                .ok_or_else(|| format!("reports[{i}] ({key}): field `report` is missing"))?;
+            let report =
+                EvalReport::from_wire(report).map_err(|e| format!("reports[{i}] ({key}): {e}"))?;
+            out.push(KeyedReport {
+                key: key.to_string(),
+                report,
+            });
+        }
+        Ok(EvalResponse {
+            reports: out,
+            session: body
+                .get("session")
+                .cloned()
+                .unwrap_or(serde_json::Value::Null),
+        })
+    }
 }
 
 /// A line from the judge: either a response to a request id, or a progress event.
@@ -233,34 +342,66 @@ pub fn trim(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    fn a01() -> ProblemSpec {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../problems/A/A01_bias_gelu");
+        let dsls = mkb_core::DslRegistry::load_root(&dir.join("../../..")).unwrap();
+        ProblemSpec::load(&dir, &dsls).unwrap()
+    }
+
     #[test]
     fn request_wire_shape() {
-        let r = EvalRequest::single(
-            "/p/A01".into(),
-            Dsl::Tirx,
-            EvalMode::Compile,
-            "/k.py".into(),
-        );
-        let w = r.to_wire("e1", 42);
+        let spec = a01();
+        let r = EvalRequest::single(spec.dir.clone(), Dsl::TIRX, EvalMode::Bench, "/k.py".into());
+        let w = r.to_wire("e1", 42, &spec);
+        assert_eq!(w["v"], PROTOCOL_VERSION);
+        assert_eq!(w["problem"]["id"], "A01");
+        assert_eq!(w["problem"]["outputs"][0]["atol"], 0.01);
+        assert_eq!(w["report"], EvalReport::template(EvalMode::Bench));
+        assert!(w.get("problem_dir").is_none());
         assert_eq!(w["op"], "evaluate");
         assert_eq!(w["dsl"], "tirx");
-        assert_eq!(w["mode"], "compile");
+        assert_eq!(w["mode"], "bench");
         assert_eq!(w["seed"], 42);
         assert_eq!(w["candidates"][0]["path"], "/k.py");
         assert_eq!(w["limits"]["build_s"], 300.0);
     }
 
     #[test]
+    fn responses_are_parsed_strictly() {
+        let rep = EvalReport::template(EvalMode::Compile);
+        let body =
+            serde_json::json!({"reports": [{"key": "a", "report": rep}], "session": {"gpu": null}});
+        let r = EvalResponse::from_wire(&body).unwrap();
+        assert_eq!(r.reports[0].key, "a");
+        let mut bad = rep.clone();
+        bad["speedup"] = 2.into();
+        let e =
+            EvalResponse::from_wire(&serde_json::json!({"reports": [{"key": "a", "report": bad}]}))
+                .unwrap_err();
+        assert!(
+            e.contains("(a)") && e.contains("`speedup` is unknown"),
+            "{e}"
+        );
+        let e = EvalResponse::from_wire(
+            &serde_json::json!({"reports": [{"key": "a", "report": rep, "x": 1}]}),
+        )
+        .unwrap_err();
+        assert!(e.contains("`x`"), "{e}");
+        assert!(EvalResponse::from_wire(&serde_json::json!({"ok": true})).is_err());
+    }
+
+    #[test]
     fn parses_lines() {
         assert!(matches!(
-            parse_line(r#"{"v":1,"id":"a","ok":true}"#),
+            parse_line(r#"{"v":2,"id":"a","ok":true}"#),
             Ok(Incoming::Response { ok: true, .. })
         ));
         assert!(matches!(
-            parse_line(r#"{"v":1,"id":"a","event":"progress"}"#),
+            parse_line(r#"{"v":2,"id":"a","event":"progress"}"#),
             Ok(Incoming::Event { .. })
         ));
-        assert!(parse_line(r#"{"v":2,"id":"a","ok":true}"#)
+        assert!(parse_line(r#"{"v":1,"id":"a","ok":true}"#)
             .unwrap_err()
             .contains("version"));
         assert!(parse_line("garbage").is_err());

@@ -1,6 +1,6 @@
-//! Experiment configuration (TOML): models and their providers, problems or families,
-//! directions, runs per cell, budgets, controls, concurrency and GPUs. Errors name the file
-//! and the field.
+//! Experiment configuration (TOML): models and their providers, problems or families, the
+//! DSLs or directions, runs per cell, budgets, controls, concurrency and GPUs. Errors name the
+//! file and the field.
 
 use anyhow::{anyhow, bail, Result};
 use mkb_agent::ProviderConfig;
@@ -16,9 +16,14 @@ pub struct ExperimentConfig {
     /// Problem ids, slugs or family letters; empty means every problem.
     #[serde(default)]
     pub problems: Vec<String>,
-    /// Transfer directions, "cute->tirx" and/or "tirx->cute".
+    /// Transfer directions, "source->target" (default: "cute->tirx" and "tirx->cute").
     #[serde(default = "both_directions")]
     pub directions: Vec<String>,
+    /// The DSLs of the experiment: its directions are then every ordered pair of them
+    /// (`["cute", "toy"]`: cute->toy and toy->cute), instead of `directions`. Left out of
+    /// the config's fingerprint while unset.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dsls: Vec<String>,
     /// Runs per (model, problem, condition) cell.
     #[serde(default = "one")]
     pub runs: u32,
@@ -94,7 +99,8 @@ pub struct EvalConfig {
     /// Timing of an agent's benchmark tool calls (default: quick).
     #[serde(default = "mkb_eval::TimingOptions::quick")]
     pub tool_timing: mkb_eval::TimingOptions,
-    /// Timing of the final evaluation (default: 100 reps and 1 s at least, 5 rounds).
+    /// Timing of the final evaluation (default: at least 100 reps and 3 rounds, then until the
+    /// median's 95% CI is within 0.5%, at most 1000 reps).
     #[serde(default)]
     pub final_timing: mkb_eval::TimingOptions,
     /// Timing sessions of each solo attempt's final kernel (default 3, at least 1): their
@@ -102,6 +108,10 @@ pub struct EvalConfig {
     /// Left out of the config's fingerprint while unset, so runs started before it resume.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing_sessions: Option<u32>,
+    /// Judges sharing each GPU (default 2: one builds while another holds the GPU; GPU work never
+    /// overlaps, docs/evaluator.md "Several judges per GPU"). Left out of the fingerprint while unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judges_per_gpu: Option<usize>,
 }
 
 /// Timing sessions of a solo attempt's final kernel when `eval.timing_sessions` is unset.
@@ -112,6 +122,13 @@ impl EvalConfig {
     pub fn timing_sessions(&self) -> u32 {
         self.timing_sessions
             .unwrap_or(DEFAULT_TIMING_SESSIONS)
+            .max(1)
+    }
+
+    /// `judges_per_gpu`, or its default (at least 1).
+    pub fn judges_per_gpu(&self) -> usize {
+        self.judges_per_gpu
+            .unwrap_or(mkb_eval::DEFAULT_JUDGES_PER_GPU)
             .max(1)
     }
 }
@@ -126,6 +143,7 @@ impl Default for EvalConfig {
             tool_timing: mkb_eval::TimingOptions::quick(),
             final_timing: mkb_eval::TimingOptions::default(),
             timing_sessions: None,
+            judges_per_gpu: None,
         }
     }
 }
@@ -142,23 +160,14 @@ pub struct ModelConfig {
     pub price: Option<Price>,
 }
 
-/// What a model's tokens cost, in US dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input_per_mtok: f64,
-    pub output_per_mtok: f64,
-}
-
-impl Price {
-    /// The cost in US dollars of `input` and `output` tokens.
-    pub fn cost(&self, input: u64, output: u64) -> f64 {
-        (input as f64 * self.input_per_mtok + output as f64 * self.output_per_mtok) / 1e6
-    }
-}
+/// What a model's tokens cost: one type for the config and the store's readers.
+pub use mkb_store::Price;
 
 fn both_directions() -> Vec<String> {
-    vec!["cute->tirx".into(), "tirx->cute".into()]
+    Direction::all_pairs(&mkb_core::DEFAULT_DSLS)
+        .into_iter()
+        .map(Direction::label)
+        .collect()
 }
 fn one() -> u32 {
     1
@@ -251,6 +260,52 @@ impl ExperimentConfig {
                 return err(&format!("directions[{i}]"), e);
             }
         }
+        if !self.dsls.is_empty() {
+            if self.directions != both_directions() {
+                return err(
+                    "dsls",
+                    "give either `dsls` (every ordered pair of them) or `directions`, not both"
+                        .into(),
+                );
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, d) in self.dsls.iter().enumerate() {
+                match d.parse::<Dsl>() {
+                    Ok(d) if !seen.insert(d) => {
+                        return err(&format!("dsls[{i}]"), format!("{d} is listed twice"))
+                    }
+                    Ok(_) => {}
+                    Err(e) => return err(&format!("dsls[{i}]"), e),
+                }
+            }
+            if seen.len() < 2 {
+                return err(
+                    "dsls",
+                    "list at least two DSLs (a direction needs a source and a target)".into(),
+                );
+            }
+        }
+        // An attempt in a target is keyed by its target (the store's attempt ids): each
+        // target takes its skills from one source DSL per experiment.
+        let mut source_of: std::collections::BTreeMap<Dsl, Dsl> = Default::default();
+        for d in self.directions() {
+            if let Some(s) = source_of.insert(d.target, d.source) {
+                if s != d.source {
+                    let field = if self.dsls.is_empty() {
+                        "directions"
+                    } else {
+                        "dsls"
+                    };
+                    return err(
+                        field,
+                        format!(
+                            "{} would take skills from both {s} and {}: an experiment gives each target DSL one source (list `directions` instead, e.g. a cycle a->b, b->c, c->a, or run one experiment per source)",
+                            d.target, d.source
+                        ),
+                    );
+                }
+            }
+        }
         if self.runs == 0 {
             return err("runs", "must be at least 1".into());
         }
@@ -319,10 +374,33 @@ impl ExperimentConfig {
         Ok(())
     }
 
+    /// The experiment's directions: every ordered pair of `dsls` when given, else `directions`.
     pub fn directions(&self) -> Vec<Direction> {
+        if !self.dsls.is_empty() {
+            let dsls: Vec<Dsl> = self.dsls.iter().filter_map(|d| d.parse().ok()).collect();
+            return Direction::all_pairs(&dsls);
+        }
         self.directions
             .iter()
             .filter_map(|d| parse_direction(d).ok())
+            .collect()
+    }
+
+    /// The source DSL of the direction into `target` (validated: at most one).
+    pub fn source_of(&self, target: Dsl) -> Option<Dsl> {
+        self.directions()
+            .into_iter()
+            .find(|d| d.target == target)
+            .map(|d| d.source)
+    }
+
+    /// The targets whose skills come from `source`: the DSLs its solo attempts' skills are
+    /// given to (the leak audit checks a skill against each).
+    pub fn targets_of(&self, source: Dsl) -> Vec<Dsl> {
+        self.directions()
+            .into_iter()
+            .filter(|d| d.source == source)
+            .map(|d| d.target)
             .collect()
     }
 
@@ -393,13 +471,58 @@ dir = "replay"
         let cfg = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
         assert_eq!(cfg.runs, 1);
         assert_eq!(cfg.directions().len(), 2);
-        assert_eq!(cfg.solo_dsls(), vec![Dsl::Cute, Dsl::Tirx]);
+        assert_eq!(cfg.solo_dsls(), vec![Dsl::CUTE, Dsl::TIRX]);
         assert!(cfg.controls.placebo && cfg.controls.repeat_solo);
         assert_eq!(
             cfg.models[0].provider.dir.as_deref(),
             Some(tmp.path().join("replay").as_path())
         );
         assert_eq!(cfg.fingerprint(), cfg.clone().fingerprint());
+    }
+
+    #[test]
+    fn dsls_give_every_ordered_pair() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cfg = ExperimentConfig::load(&write(
+            tmp.path(),
+            &format!("dsls = [\"cute\", \"toy\"]\n{GOOD}"),
+        ))
+        .unwrap();
+        let labels: Vec<String> = cfg.directions().into_iter().map(|d| d.label()).collect();
+        assert_eq!(labels, vec!["cute->toy", "toy->cute"]);
+        let toy = Dsl::new("toy").unwrap();
+        assert_eq!(cfg.source_of(toy), Some(Dsl::CUTE));
+        assert_eq!(cfg.targets_of(Dsl::CUTE), vec![toy]);
+        assert_eq!(cfg.solo_dsls(), vec![Dsl::CUTE, toy]);
+        // The default keeps cute and tirx, both ways, and an unchanged fingerprint field set.
+        let plain = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
+        assert_eq!(plain.source_of(Dsl::TIRX), Some(Dsl::CUTE));
+        assert!(!serde_json::to_string(&plain).unwrap().contains("\"dsls\""));
+        // A cycle of three gives each target one source; three DSLs as all pairs do not.
+        let cycle = ExperimentConfig::load(&write(
+            tmp.path(),
+            &format!("directions = [\"cute->tirx\", \"tirx->toy\", \"toy->cute\"]\n{GOOD}"),
+        ))
+        .unwrap();
+        assert_eq!(cycle.source_of(Dsl::CUTE), Some(toy));
+        for (text, field) in [
+            ("dsls = [\"cute\", \"tirx\", \"toy\"]", "`dsls`"),
+            ("dsls = [\"cute\"]", "`dsls`"),
+            ("dsls = [\"cute\", \"Bad Name\"]", "`dsls[1]`"),
+            (
+                "dsls = [\"cute\", \"toy\"]\ndirections = [\"cute->toy\"]",
+                "`dsls`",
+            ),
+            (
+                "directions = [\"cute->toy\", \"tirx->toy\"]",
+                "`directions`",
+            ),
+        ] {
+            let e = ExperimentConfig::load(&write(tmp.path(), &format!("{text}\n{GOOD}")))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(field), "{text}: {e}");
+        }
     }
 
     #[test]
@@ -470,7 +593,7 @@ dir = "replay"
         let mut cfg = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
         cfg.written_fingerprint = None;
         let json = serde_json::to_string(&cfg).unwrap();
-        for f in ["timing_sessions", "price", "max_input_tokens"] {
+        for f in ["timing_sessions", "price", "max_input_tokens", "dsls"] {
             assert!(!json.contains(f), "{f} in {json}");
         }
     }

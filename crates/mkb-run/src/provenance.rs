@@ -102,7 +102,7 @@ pub fn collect(pool: &EvalPool) -> Value {
 
 /// Store `prov` as the run's provenance (meta `provenance`: the latest session) and append it
 /// to meta `provenance_history` (every `mkb run` session that worked on the run, in order).
-pub fn record(store: &crate::store::Store, prov: &Value) -> Result<()> {
+pub fn record(store: &mkb_store::Store, prov: &Value) -> Result<()> {
     let mut history: Vec<Value> = match store.meta("provenance_history")? {
         Some(h) => serde_json::from_str(&h).unwrap_or_default(),
         None => Vec::new(),
@@ -139,13 +139,14 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path();
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../problems");
-        let reg = mkb_core::Registry::load(&src).unwrap();
+        let dsls = mkb_core::DslRegistry::load_root(&src.join("..")).unwrap();
+        let reg = mkb_core::Registry::load(&src, &dsls).unwrap();
         let p = reg.select(&["A01".to_string()]).unwrap()[0].clone();
         // A copy of the problem folder elsewhere hashes the same.
         let copy = root.join("A01");
-        for rel in problem_files(Dsl::Cute)
+        for rel in problem_files(Dsl::CUTE)
             .iter()
-            .chain(problem_files(Dsl::Tirx).iter())
+            .chain(problem_files(Dsl::TIRX).iter())
             .chain(["cute/solution.py".to_string()].iter())
         {
             let to = copy.join(rel);
@@ -154,18 +155,18 @@ mod tests {
         }
         let mut moved = p.clone();
         moved.dir = copy.clone();
-        let h = problem_hash(&p, Dsl::Cute);
+        let h = problem_hash(&p, Dsl::CUTE);
         assert_eq!(h.len(), 64);
-        assert_eq!(problem_hash(&moved, Dsl::Cute), h);
-        assert_ne!(problem_hash(&moved, Dsl::Tirx), h, "the starter differs");
+        assert_eq!(problem_hash(&moved, Dsl::CUTE), h);
+        assert_ne!(problem_hash(&moved, Dsl::TIRX), h, "the starter differs");
         // An expert solution is not part of it; the reference is.
         std::fs::write(copy.join("cute/solution.py"), "changed").unwrap();
-        assert_eq!(problem_hash(&moved, Dsl::Cute), h);
+        assert_eq!(problem_hash(&moved, Dsl::CUTE), h);
         let r = copy.join("reference.py");
         let mut text = std::fs::read_to_string(&r).unwrap();
         text.push('\n');
         std::fs::write(&r, text).unwrap();
-        assert_ne!(problem_hash(&moved, Dsl::Cute), h);
+        assert_ne!(problem_hash(&moved, Dsl::CUTE), h);
         let k = root.join("k.py");
         std::fs::write(&k, b"abc").unwrap();
         assert_eq!(

@@ -7,10 +7,10 @@
 
 use crate::config::ExperimentConfig;
 use crate::scheduler::evaluate_group;
-use crate::store::{AttemptRecord, EvalSetRecord, Store, ORIGINAL_SET};
 use anyhow::{anyhow, bail, Context as _, Result};
 use mkb_core::{EndReason, EvalMode, Registry};
 use mkb_eval::{EvalPool, PoolConfig};
+use mkb_store::{AttemptRecord, EvalSetRecord, FinalEvalRecord, Store, ORIGINAL_SET};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -90,7 +90,16 @@ pub async fn rescore(run_dir: &Path, opts: &RescoreOptions) -> Result<RescoreSum
         )
     })?)
     .with_context(|| format!("{}: reading the run's config", db.display()))?;
-    let registry = Registry::load(&opts.root.join("problems")).map_err(|errs| {
+    let dsls = mkb_core::DslRegistry::load_root(&opts.root).map_err(|errs| {
+        anyhow!(
+            "DSL descriptors are invalid:\n{}",
+            errs.iter()
+                .map(|e| format!("  {e}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    let registry = Registry::load(&opts.root.join("problems"), &dsls).map_err(|errs| {
         anyhow!(
             "problem files are invalid:\n{}",
             errs.iter()
@@ -104,7 +113,7 @@ pub async fn rescore(run_dir: &Path, opts: &RescoreOptions) -> Result<RescoreSum
         .into_iter()
         .filter(|a| a.end_reason != EndReason::ProviderError)
         .collect();
-    let originals: BTreeMap<String, crate::store::FinalEvalRecord> = store
+    let originals: BTreeMap<String, FinalEvalRecord> = store
         .final_evals()?
         .into_iter()
         .map(|f| (f.attempt_id.clone(), f))
@@ -139,6 +148,7 @@ pub async fn rescore(run_dir: &Path, opts: &RescoreOptions) -> Result<RescoreSum
         cpu_workers: opts.cpu_workers.unwrap_or(cfg.eval.cpu_workers).max(1),
         log_dir: Some(run_dir.join("logs")),
         start_timeout: Duration::from_secs(300),
+        judges_per_gpu: cfg.eval.judges_per_gpu(),
     })
     .await
     .context("starting the evaluator")?;

@@ -10,17 +10,15 @@
 //! provider fault (key refused, unknown model) stops the run before anything more is stored.
 
 use crate::config::ExperimentConfig;
-use crate::store::{
-    write_atomic, AttemptRecord, FinalEvalRecord, SkillRecord, Store, ToolEvalRecord,
-};
 use anyhow::{anyhow, Context as _, Result};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mkb_agent::provider::ConversationKey;
 use mkb_agent::skill::skill_slot;
 use mkb_agent::{run_attempt, AttemptError, AttemptSpec, Provider};
 use mkb_core::prompt::{read_brief, variant_prompt};
-use mkb_core::{Condition, Dsl, EvalMode, EvalReport, Problem, Registry, Verdict};
+use mkb_core::{Condition, Dsl, DslRegistry, EvalMode, EvalReport, Problem, Registry, Verdict};
 use mkb_eval::{Candidate, EvalPool, EvalRequest, Evaluator, Limits, PoolConfig};
+use mkb_store::{write_atomic, AttemptRecord, FinalEvalRecord, SkillRecord, Store, ToolEvalRecord};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +29,7 @@ use tokio::sync::{Mutex, Semaphore};
 /// Where and how to run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// Repository root (problems/, docs/dsl/, python/).
+    /// Repository root (problems/, dsls/, docs/dsl/, python/).
     pub root: PathBuf,
     pub python: PathBuf,
     /// Parent of run folders (default `<root>/runs`).
@@ -76,19 +74,28 @@ impl Unit {
             self.problem, self.dsl, self.condition, self.run
         )
     }
-    fn source_dsl(&self) -> Dsl {
-        self.dsl.other()
-    }
 }
 
-/// Every attempt the config asks for, in dependency order (solo-type first).
+/// Every attempt the config asks for, in dependency order (solo-type first). A problem takes
+/// part in a direction only when it is posed in both its DSLs (has both variants).
 pub fn plan(cfg: &ExperimentConfig, problems: &[&Problem]) -> Vec<Unit> {
     let mut units = BTreeSet::new();
-    let targets: BTreeSet<Dsl> = cfg.directions().iter().map(|d| d.target).collect();
     for m in &cfg.models {
         for p in problems {
+            let directions: Vec<_> = cfg
+                .directions()
+                .into_iter()
+                .filter(|d| p.has_variant(d.source) && p.has_variant(d.target))
+                .collect();
+            let mut solo: Vec<Dsl> = directions
+                .iter()
+                .flat_map(|d| [d.source, d.target])
+                .collect();
+            solo.sort();
+            solo.dedup();
+            let targets: BTreeSet<Dsl> = directions.iter().map(|d| d.target).collect();
             for r in 0..cfg.runs {
-                for dsl in cfg.solo_dsls() {
+                for &dsl in &solo {
                     units.insert(Unit {
                         model: m.label.clone(),
                         problem: p.id().into(),
@@ -158,12 +165,12 @@ impl RunSummary {
 
 struct Shared<E> {
     cfg: ExperimentConfig,
-    root: PathBuf,
     run_dir: PathBuf,
     store: Mutex<Store>,
     pool: E,
     providers: BTreeMap<String, Provider>,
     problems: BTreeMap<String, Problem>,
+    dsls: DslRegistry,
     briefs: BTreeMap<Dsl, String>,
     deferred: Mutex<Vec<(String, String)>>,
     /// Set when a provider refused the run: nothing more is stored.
@@ -172,7 +179,28 @@ struct Shared<E> {
 
 /// Run (or resume) an experiment.
 pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<RunSummary> {
-    let registry = Registry::load(&opts.root.join("problems")).map_err(|errs| {
+    let dsls = DslRegistry::load_root(&opts.root).map_err(|errs| {
+        anyhow!(
+            "DSL descriptors are invalid:\n{}",
+            errs.iter()
+                .map(|e| format!("  {e}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    for dsl in cfg.solo_dsls() {
+        dsls.require(dsl).map_err(|e| {
+            anyhow!(
+                "config field `{}`: {e}",
+                if cfg.dsls.is_empty() {
+                    "directions"
+                } else {
+                    "dsls"
+                }
+            )
+        })?;
+    }
+    let registry = Registry::load(&opts.root.join("problems"), &dsls).map_err(|errs| {
         anyhow!(
             "problem files are invalid:\n{}",
             errs.iter()
@@ -215,9 +243,10 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
     store.set_meta("name", &cfg.name)?;
 
     let mut briefs = BTreeMap::new();
-    for dsl in Dsl::ALL {
-        let b = read_brief(&opts.root.join("docs/dsl"), dsl)
-            .with_context(|| format!("reading docs/dsl/{dsl}.md"))?;
+    for dsl in cfg.solo_dsls() {
+        let desc = dsls.require(dsl).map_err(anyhow::Error::msg)?;
+        let b = read_brief(desc)
+            .with_context(|| format!("reading the {dsl} brief {}", desc.brief_path().display()))?;
         briefs.insert(dsl, b);
     }
     let mut providers = BTreeMap::new();
@@ -235,6 +264,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
         cpu_workers: cfg.eval.cpu_workers,
         log_dir: Some(run_dir.join("logs")),
         start_timeout: Duration::from_secs(300),
+        judges_per_gpu: cfg.eval.judges_per_gpu(),
     })
     .await
     .context("starting the evaluator")?;
@@ -242,12 +272,12 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
 
     run_planned(Setup {
         cfg,
-        root: opts.root.clone(),
         run_dir,
         store,
         pool,
         providers,
         problems: &problems,
+        dsls,
         briefs,
         forgotten,
         progress: opts.progress,
@@ -258,12 +288,12 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
 /// A run once its store, providers and evaluator are ready.
 struct Setup<'a, E> {
     cfg: ExperimentConfig,
-    root: PathBuf,
     run_dir: PathBuf,
     store: Store,
     pool: E,
     providers: BTreeMap<String, Provider>,
     problems: &'a [&'a Problem],
+    dsls: DslRegistry,
     briefs: BTreeMap<Dsl, String>,
     forgotten: (usize, usize),
     progress: bool,
@@ -274,12 +304,12 @@ struct Setup<'a, E> {
 async fn run_planned<E: Evaluator + 'static>(setup: Setup<'_, E>) -> Result<RunSummary> {
     let Setup {
         cfg,
-        root,
         run_dir,
         store,
         pool,
         providers,
         problems,
+        dsls,
         briefs,
         forgotten,
         progress,
@@ -293,7 +323,7 @@ async fn run_planned<E: Evaluator + 'static>(setup: Setup<'_, E>) -> Result<RunS
             "no GPU: agents' test and benchmark tools answered \"unavailable\", and final evaluations are compile-only (no correctness, no runtime, score 0)".into(),
         );
     }
-    for dsl in Dsl::ALL {
+    for dsl in cfg.solo_dsls() {
         if !pool.dsl_available(dsl, EvalMode::Compile) {
             summary.limitations.push(format!(
                 "the {dsl} DSL is not installed for the evaluator here: its attempts are deferred"
@@ -324,12 +354,12 @@ async fn run_planned<E: Evaluator + 'static>(setup: Setup<'_, E>) -> Result<RunS
         .collect();
     let shared = Arc::new(Shared {
         cfg: cfg.clone(),
-        root,
         run_dir: run_dir.clone(),
         store: Mutex::new(store),
         pool,
         providers,
         problems: problems_map,
+        dsls,
         briefs,
         deferred: Mutex::new(Vec::new()),
         stopping: AtomicBool::new(false),
@@ -444,7 +474,7 @@ async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
         Condition::Conditioned => {
             let src = Unit {
                 condition: Condition::Solo,
-                dsl: u.source_dsl(),
+                dsl: source_dsl(shared, u)?,
                 ..u.clone()
             };
             match shared.store.lock().await.skill_for_attempt(&src.id())? {
@@ -482,12 +512,8 @@ async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
     }
-    let vp = variant_prompt(
-        problem,
-        u.dsl,
-        &shared.root.join("docs/dsl"),
-        &shared.cfg.budget,
-    )?;
+    let desc = shared.dsls.require(u.dsl).map_err(anyhow::Error::msg)?;
+    let vp = variant_prompt(problem, desc, &shared.cfg.budget)?;
     let mut user_prompt = vp.render();
     if let Some(t) = &skill_text {
         user_prompt.push_str(&skill_slot(t));
@@ -515,7 +541,13 @@ async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
         budget: shared.cfg.budget,
         sampling: model_cfg.provider.sampling.clone(),
         distill_max_chars: (u.condition == Condition::Solo).then_some(shared.cfg.skill.max_chars),
-        audit_target: u.dsl.other(),
+        audit_markers: shared
+            .cfg
+            .targets_of(u.dsl)
+            .into_iter()
+            .filter_map(|t| shared.dsls.get(t))
+            .flat_map(|d| d.leak_markers().iter().cloned())
+            .collect(),
         dir: dir.clone(),
         rel_dir: rel_dir.clone(),
         gpu_available: shared.pool.has_gpu(),
@@ -610,29 +642,41 @@ async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
     Ok(true)
 }
 
+/// The source DSL of the direction into the unit's DSL.
+fn source_dsl<E>(shared: &Shared<E>, u: &Unit) -> Result<Dsl> {
+    shared.cfg.source_of(u.dsl).ok_or_else(|| {
+        anyhow!(
+            "{}: no direction of the experiment goes into {}",
+            u.id(),
+            u.dsl
+        )
+    })
+}
+
 /// The placebo skill: the same model's skill for another problem, same source DSL and run,
 /// closest in length to the real skill. Err(reason) when none exists (yet).
 async fn placebo_skill<E>(
     shared: &Shared<E>,
     u: &Unit,
 ) -> Result<std::result::Result<SkillRecord, String>> {
+    let source = source_dsl(shared, u)?;
     let store = shared.store.lock().await;
     let own_src = Unit {
         condition: Condition::Solo,
-        dsl: u.source_dsl(),
+        dsl: source,
         ..u.clone()
     };
     let Some(own) = store.skill_for_attempt(&own_src.id())? else {
         return Ok(Err(format!("waits for the skill of {}", own_src.id())));
     };
-    let suffix = format!("/{}/solo/r{}", u.source_dsl(), u.run);
+    let suffix = format!("/{}/solo/r{}", source, u.run);
     let mut candidates: Vec<SkillRecord> = store
         .skills()?
         .into_iter()
         .filter(|s| {
             s.model == u.model
                 && s.problem != u.problem
-                && s.source_dsl == u.source_dsl()
+                && s.source_dsl == source
                 && s.source_attempt.ends_with(&suffix)
         })
         .collect();
@@ -1093,11 +1137,13 @@ mod tests {
         cfg.directions = vec!["cute->tirx".into()];
         cfg.concurrency = 1;
         cfg.eval.timing_sessions = Some(3);
-        let registry = Registry::load(&root.join("problems")).unwrap();
+        let dsls = DslRegistry::load_root(&root).unwrap();
+        let registry = Registry::load(&root.join("problems"), &dsls).unwrap();
         let problems = registry.select(&cfg.problems).unwrap();
-        let briefs = Dsl::ALL
+        let briefs = cfg
+            .solo_dsls()
             .into_iter()
-            .map(|d| (d, read_brief(&root.join("docs/dsl"), d).unwrap()))
+            .map(|d| (d, read_brief(dsls.require(d).unwrap()).unwrap()))
             .collect();
         let providers = cfg
             .models
@@ -1107,12 +1153,12 @@ mod tests {
         let fake = Arc::new(fake);
         let summary = run_planned(Setup {
             cfg,
-            root,
             run_dir: run_dir.to_path_buf(),
             store: Store::open(run_dir).unwrap(),
             pool: fake.clone(),
             providers,
             problems: &problems,
+            dsls,
             briefs,
             forgotten: (0, 0),
             progress: false,
@@ -1163,7 +1209,7 @@ mod tests {
             .map(String::from)
             .collect();
         assert_eq!(tools[first_skilled].skills, solo_skills);
-        assert!(tools[first_skilled..].iter().all(|s| s.dsl == Dsl::Tirx));
+        assert!(tools[first_skilled..].iter().all(|s| s.dsl == Dsl::TIRX));
 
         let store = Store::open_existing(&run_dir).unwrap();
         let attempts = store.attempts().unwrap();
@@ -1205,13 +1251,44 @@ mod tests {
             .any(|f| f.attempt_id == "replay-demo/A01/tirx/placebo/r0"));
     }
 
+    #[test]
+    fn the_plan_follows_the_directions_and_the_variants() {
+        let root = repo_root();
+        let mut cfg = ExperimentConfig::load(&root.join("examples/replay.toml")).unwrap();
+        cfg.controls.placebo = false;
+        cfg.controls.repeat_solo = false;
+        let dsls = DslRegistry::load_root(&root).unwrap();
+        let registry = Registry::load(&root.join("problems"), &dsls).unwrap();
+        let mut a01 = registry.get("A01").unwrap().clone();
+        let toy = Dsl::new("toy").unwrap();
+        a01.variants.push(toy);
+        let c01 = registry.get("C01").unwrap().clone();
+        let ids = |cfg: &ExperimentConfig| -> Vec<String> {
+            plan(cfg, &[&a01, &c01]).iter().map(Unit::id).collect()
+        };
+        // The default: cute and tirx both ways, for both problems.
+        assert_eq!(ids(&cfg).len(), 8);
+        // cute and toy: only A01 is posed in toy.
+        cfg.dsls = vec!["cute".into(), "toy".into()];
+        let got = ids(&cfg);
+        assert_eq!(
+            got,
+            vec![
+                "replay-demo/A01/cute/solo/r0",
+                "replay-demo/A01/toy/solo/r0",
+                "replay-demo/A01/cute/conditioned/r0",
+                "replay-demo/A01/toy/conditioned/r0",
+            ]
+        );
+    }
+
     #[tokio::test]
     async fn without_gpu_or_dsl_units_are_deferred_and_finals_compile_only() {
         let tmp = tempfile::tempdir().unwrap();
         let run_dir = tmp.path().join("run");
         let mut fake = FakeEvaluator::new(&run_dir);
         fake.gpu = false;
-        fake.missing = Some(Dsl::Tirx);
+        fake.missing = Some(Dsl::TIRX);
         let (summary, fake) = run_demo(fake, &run_dir).await;
 
         assert_eq!(summary.final_mode, Some(EvalMode::Compile));
@@ -1231,7 +1308,7 @@ mod tests {
         let seen = fake.seen.lock().unwrap().clone();
         assert!(seen
             .iter()
-            .all(|s| s.dsl == Dsl::Cute && s.mode == EvalMode::Compile));
+            .all(|s| s.dsl == Dsl::CUTE && s.mode == EvalMode::Compile));
         // The cute groups are complete and evaluated; the tirx groups wait for their attempts.
         assert_eq!(summary.finals_done, 2);
         assert_eq!(seen.iter().filter(|s| s.is_final()).count(), 2);

@@ -327,7 +327,7 @@ mod tests {
         ConversationKey {
             model_label: "m".into(),
             problem: "A01".into(),
-            dsl: Dsl::Tirx,
+            dsl: Dsl::TIRX,
             condition: Condition::Placebo,
             run: 2,
         }

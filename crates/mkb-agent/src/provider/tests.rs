@@ -15,7 +15,7 @@ fn key() -> ConversationKey {
     ConversationKey {
         model_label: "stub-model".into(),
         problem: "A01".into(),
-        dsl: Dsl::Cute,
+        dsl: Dsl::CUTE,
         condition: Condition::Solo,
         run: 0,
     }

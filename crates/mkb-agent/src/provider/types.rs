@@ -290,7 +290,7 @@ mod tests {
         let key = ConversationKey {
             model_label: "Qwen/Qwen3 32B".into(),
             problem: "A01".into(),
-            dsl: Dsl::Cute,
+            dsl: Dsl::CUTE,
             condition: Condition::Solo,
             run: 0,
         };

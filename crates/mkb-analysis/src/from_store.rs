@@ -1,14 +1,16 @@
-//! Between the store and the analysis: one `AttemptRow` per stored attempt (its final
-//! evaluation, its skill's source score, tokens, artifacts), and the reverse for `mkb simulate`,
-//! which writes synthetic rows into a store exactly like a real run's.
+//! Between the run store (crates/mkb-store) and the analysis: one `AttemptRow` per stored
+//! attempt (its final evaluation, its skill's source score, tokens, cost, artifacts), and the
+//! reverse for `mkb simulate`, which writes synthetic rows into a store exactly like a real
+//! run's. The cost comes from the model prices in the stored run config
+//! (`mkb_store::StoredConfig`), so none of this needs the runner.
 
-use crate::config::{ExperimentConfig, Price};
-use crate::store::{AttemptRecord, FinalEvalRecord, SkillRecord, Store, ORIGINAL_SET};
+use crate::row::{measured_eps, DEFAULT_NOISE_EPS};
+use crate::AttemptRow;
 use anyhow::Result;
-use mkb_analysis::AttemptRow;
 use mkb_core::{
     Baseline, Condition, Dsl, EndReason, EvalMode, EvalReport, Family, Timing, Verdict,
 };
+use mkb_store::{AttemptRecord, FinalEvalRecord, Price, SkillRecord, Store, ORIGINAL_SET};
 use std::collections::BTreeMap;
 
 /// The analysis rows of a run. A final evaluation in compile mode proves compilation only,
@@ -22,8 +24,8 @@ pub fn rows_from_store(store: &Store, run_name: &str) -> Result<Vec<AttemptRow>>
 
 /// `rows_from_store` with the final evaluations of an evaluation set (`ORIGINAL_SET`, or one
 /// `mkb rescore` made). Each row's tie band is measured from its problem variant's repeated
-/// timing sessions where the set has them (`mkb_analysis::row::measured_eps`), and its cost
-/// comes from the model's price in the run's config, where one is set.
+/// timing sessions where the set has them ([`measured_eps`]), and its cost comes from the
+/// model's price in the run's config, where one is set.
 pub fn rows_from_eval_set(store: &Store, run_name: &str, set: &str) -> Result<Vec<AttemptRow>> {
     let finals: BTreeMap<String, FinalEvalRecord> = store
         .set_evals(set)?
@@ -45,17 +47,14 @@ pub fn rows_from_eval_set(store: &Store, run_name: &str, set: &str) -> Result<Ve
         .values()
         .map(|s| (s.source_attempt.clone(), s))
         .collect();
-    // The run's model prices (a simulated store has no config: no prices).
-    let prices: BTreeMap<String, Price> = match store.meta("config")? {
-        Some(c) => serde_json::from_str::<ExperimentConfig>(&c)
-            .map(|cfg| {
-                cfg.models
-                    .into_iter()
-                    .filter_map(|m| m.price.map(|p| (m.label, p)))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        None => BTreeMap::new(),
+    // The run's model prices (a simulated store has no config: no prices). A config this
+    // build cannot read leaves the costs out rather than the whole analysis.
+    let prices: BTreeMap<String, Price> = match store.run_config() {
+        Ok(c) => c.map(|c| c.prices()).unwrap_or_default(),
+        Err(e) => {
+            tracing::warn!("{e:#}; costs are left out");
+            BTreeMap::new()
+        }
     };
     // The tie band of each problem variant, from its solo kernels' repeated sessions.
     let mut sessions: BTreeMap<(String, Dsl), Vec<Vec<f64>>> = BTreeMap::new();
@@ -71,10 +70,18 @@ pub fn rows_from_eval_set(store: &Store, run_name: &str, set: &str) -> Result<Ve
     }
     let eps: BTreeMap<(String, Dsl), (f64, u32)> = sessions
         .into_iter()
-        .filter_map(|(k, v)| mkb_analysis::row::measured_eps(&v).map(|e| (k, e)))
+        .filter_map(|(k, v)| measured_eps(&v).map(|e| (k, e)))
         .collect();
     let score_of =
         |id: &str| -> Option<f64> { finals.get(id).map(|f| effective(&f.report, &f.mode).2) };
+    // The source DSL of the direction into each target: that of the skills its conditioned
+    // and placebo attempts were given (solo rows of the target belong to that direction).
+    let mut source_into: BTreeMap<Dsl, Dsl> = BTreeMap::new();
+    for a in &attempts {
+        if let Some(s) = a.skill_id.as_ref().and_then(|id| skills.get(id)) {
+            source_into.entry(a.dsl).or_insert(s.source_dsl);
+        }
+    }
     let mut rows = Vec::with_capacity(attempts.len());
     for a in &attempts {
         let fin = finals.get(&a.id);
@@ -98,6 +105,9 @@ pub fn rows_from_eval_set(store: &Store, run_name: &str, set: &str) -> Result<Ve
                 .and_then(Family::from_letter)
                 .unwrap_or(Family::A),
             target: a.dsl,
+            source: used_skill
+                .map(|s| s.source_dsl)
+                .or_else(|| source_into.get(&a.dsl).copied()),
             condition: a.condition,
             run_index: a.run,
             verdict,
@@ -120,7 +130,7 @@ pub fn rows_from_eval_set(store: &Store, run_name: &str, set: &str) -> Result<Ve
             source_attempt_id: used_skill.map(|s| s.source_attempt.clone()),
             noise_eps: eps
                 .get(&(a.problem.clone(), a.dsl))
-                .map_or(mkb_analysis::row::DEFAULT_NOISE_EPS, |e| e.0),
+                .map_or(DEFAULT_NOISE_EPS, |e| e.0),
             noise_sessions: eps.get(&(a.problem.clone(), a.dsl)).map_or(0, |e| e.1),
             cost_usd: prices
                 .get(&a.model)
@@ -269,7 +279,8 @@ pub fn write_simulated(store: &mut Store, rows: &[AttemptRow]) -> Result<usize> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mkb_analysis::{analyze, simulate, AnalysisOptions, SimConfig};
+    use crate::{analyze, simulate, AnalysisOptions, SimConfig};
+    use rusqlite::Connection;
 
     #[test]
     fn what_is_not_a_result_is_not_a_row() {
@@ -288,16 +299,14 @@ mod tests {
         // (pending): both attempts leave the analysis instead of counting as 0.
         let finals = store.final_evals().unwrap();
         let (a, b) = (&finals[0].attempt_id, &finals[1].attempt_id);
-        store
-            .conn_for_tests()
-            .execute(
+        // A second connection to the same WAL file, as another process would have.
+        let conn = Connection::open(tmp.path().join("mkb.sqlite")).unwrap();
+        conn.execute(
                 "UPDATE final_evals SET verdict = 'crashed', reason = 'host_overload', report = json_set(report, '$.verdict', 'crashed', '$.reason', 'host_overload') WHERE attempt_id = ?1",
                 [a],
             )
             .unwrap();
-        store
-            .conn_for_tests()
-            .execute("DELETE FROM final_evals WHERE attempt_id = ?1", [b])
+        conn.execute("DELETE FROM final_evals WHERE attempt_id = ?1", [b])
             .unwrap();
         let left = rows_from_store(&store, "x").unwrap();
         assert_eq!(left.len(), all - 2);
@@ -310,23 +319,18 @@ mod tests {
     #[test]
     fn rows_carry_the_measured_tie_band_the_cost_and_the_queueing() {
         let tmp = tempfile::tempdir().unwrap();
-        let cfg_path = tmp.path().join("exp.toml");
-        std::fs::write(
-            &cfg_path,
-            "name = \"x\"\nproblems = [\"A01\"]\n[[models]]\nlabel = \"m\"\n[models.provider]\nkind = \"replay\"\ndir = \"r\"\n[models.price]\ninput_per_mtok = 2.0\noutput_per_mtok = 10.0\n",
-        )
-        .unwrap();
-        let cfg = ExperimentConfig::load(&cfg_path).unwrap();
         let mut store = Store::open(&tmp.path().join("run")).unwrap();
-        store
-            .set_meta("config", &serde_json::to_string(&cfg).unwrap())
-            .unwrap();
+        // The shape `mkb run` stores (mkb-run checks that its config reads back this way).
+        let cfg = r#"{"name":"x","problems":["A01"],"models":[{"label":"m",
+            "provider":{"kind":"replay","dir":"r"},
+            "price":{"input_per_mtok":2.0,"output_per_mtok":10.0}}]}"#;
+        store.set_meta(mkb_store::CONFIG_META, cfg).unwrap();
         let attempt = |problem: &str, cond: Condition, run: u32| AttemptRecord {
             id: format!("m/{problem}/tirx/{cond}/r{run}"),
             model: "m".into(),
             problem: problem.into(),
             family: "A".into(),
-            dsl: Dsl::Tirx,
+            dsl: Dsl::TIRX,
             condition: cond,
             run,
             skill_id: None,
@@ -393,7 +397,7 @@ mod tests {
                 );
                 assert_eq!(r.noise_sessions, 3);
             } else {
-                assert_eq!(r.noise_eps, mkb_analysis::row::DEFAULT_NOISE_EPS);
+                assert_eq!(r.noise_eps, DEFAULT_NOISE_EPS);
                 assert_eq!(r.noise_sessions, 0);
             }
             // $2 per million input, $10 per million output.
@@ -465,5 +469,23 @@ mod tests {
                 "{l1:?} vs {l2:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_committed_replay_store_reads_as_rows() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/h200/replay-demo");
+        let store = Store::open_existing(&dir).unwrap();
+        let cfg = store
+            .run_config()
+            .unwrap()
+            .expect("the replay run stored its config");
+        assert!(cfg.budget.is_some());
+        let rows = rows_from_store(&store, "replay-demo").unwrap();
+        assert_eq!(rows.len(), store.final_evals().unwrap().len());
+        // One timing session per kernel there: the fixed tie band; no prices: no cost.
+        assert!(rows.iter().all(|r| r.noise_sessions == 0
+            && r.noise_eps == DEFAULT_NOISE_EPS
+            && r.cost_usd.is_none()));
     }
 }

@@ -1,0 +1,1 @@
+window.__mkbErrors=[];window.addEventListener('error',function(e){window.__mkbErrors.push(String(e.message||e));});
