@@ -103,7 +103,8 @@ class Bundle:
                 if not Path(d[k]).is_absolute():
                     d[k] = str(self.base / d[k])
             folder = Path(d["dir"]).name
-            if as_path is not None and Path(d["dir"]).resolve() == as_path:
+            # A folder path: this bundle's folder, or the same problem folder in another checkout.
+            if as_path is not None and (Path(d["dir"]).resolve() == as_path or as_path.name == folder):
                 return d
             if want.lower() in (str(d["id"]).lower(), str(d["slug"]), folder.lower()):
                 return d
