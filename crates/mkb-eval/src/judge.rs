@@ -491,6 +491,26 @@ async fn open_append(p: &Path) -> Option<tokio::fs::File> {
 mod tests {
     use super::*;
 
+    /// A `Judge` around any child process (no judge behind it: the tests drive the pipes).
+    fn fake_judge(mut child: tokio::process::Child, root: PathBuf) -> Judge {
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        Judge {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            stderr_tail: Default::default(),
+            next_id: 0,
+            hello: serde_json::from_value(serde_json::json!({})).unwrap(),
+            spec: JudgeSpec {
+                python: "python3".into(),
+                root,
+                gpu: None,
+                log_file: None,
+            },
+        }
+    }
+
     #[test]
     fn secrets_never_pass_the_allowlist() {
         assert!(looks_secret("OPENAI_API_KEY"));
@@ -536,28 +556,13 @@ mod tests {
             .unwrap()
             .set_len(MAX_CANDIDATE_BYTES * 4)
             .unwrap();
-        let mut child = Command::new("cat")
+        let child = Command::new("cat")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut judge = Judge {
-            child,
-            stdin,
-            lines: BufReader::new(stdout).lines(),
-            stderr_tail: Default::default(),
-            next_id: 0,
-            hello: serde_json::from_value(serde_json::json!({})).unwrap(),
-            spec: JudgeSpec {
-                python: "python3".into(),
-                root: dir.clone(),
-                gpu: None,
-                log_file: None,
-            },
-        };
+        let mut judge = fake_judge(child, dir.clone());
         let req = EvalRequest::single(dir.clone(), mkb_core::Dsl::CUTE, EvalMode::Compile, big);
         let resp = tokio::time::timeout(
             Duration::from_secs(10),
@@ -632,7 +637,7 @@ mod tests {
     #[tokio::test]
     async fn kill_reaches_the_judges_whole_process_group() {
         // `sh` stands in for the judge, with a runner (`sleep`) in its process group.
-        let mut child = Command::new("sh")
+        let child = Command::new("sh")
             .arg("-c")
             .arg("sleep 300 & echo $!; wait")
             .stdin(Stdio::piped())
@@ -641,22 +646,7 @@ mod tests {
             .kill_on_drop(true)
             .spawn()
             .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut judge = Judge {
-            child,
-            stdin,
-            lines: BufReader::new(stdout).lines(),
-            stderr_tail: Default::default(),
-            next_id: 0,
-            hello: serde_json::from_value(serde_json::json!({})).unwrap(),
-            spec: JudgeSpec {
-                python: "python3".into(),
-                root: std::env::temp_dir(),
-                gpu: None,
-                log_file: None,
-            },
-        };
+        let mut judge = fake_judge(child, std::env::temp_dir());
         let runner: u32 = judge
             .lines
             .next_line()
