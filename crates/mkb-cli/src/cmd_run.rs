@@ -5,6 +5,7 @@
 use crate::common::{emit, Context};
 use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
+use mkb_agent::provider::ThrottleStats;
 use mkb_core::Condition;
 use mkb_run::scheduler::plan;
 use mkb_run::{run_experiment, ExperimentConfig, RunOptions};
@@ -270,6 +271,12 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
         .map(|u| u.id())
         .collect();
     let flagged: Vec<&SkillRecord> = skills.iter().filter(|s| !s.flags.is_empty()).collect();
+    // Per model: what the providers' shared rate limits cost (the last `mkb run` process).
+    let throttle: BTreeMap<String, ThrottleStats> = match store.meta("throttle")? {
+        Some(t) => serde_json::from_str(&t)
+            .with_context(|| format!("{}: the store's throttle record", dir.display()))?,
+        None => BTreeMap::new(),
+    };
     if args.json {
         let v = serde_json::json!({
             "run": cfg.name, "dir": dir, "attempts_done": attempts.len(), "attempts_planned": units.len(),
@@ -280,6 +287,7 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
             "eval_sets": store.eval_sets()?.iter().map(|e| serde_json::json!({"name": e.name, "mode": e.mode, "created_at": e.created_at})).collect::<Vec<_>>(),
             "provenance": store.meta("provenance")?.and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok()),
             "flagged_skills": flagged.iter().map(|s| serde_json::json!({"id": s.id, "flags": s.flags})).collect::<Vec<_>>(),
+            "throttle": throttle,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -288,6 +296,12 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
     println!("{:<12} {:<5} {:>6} / planned", "condition", "dsl", "done");
     for ((c, d), (a, b)) in &by_cond {
         println!("{:<12} {:<5} {:>6} / {}", c.as_str(), d, a, b);
+    }
+    for (model, t) in &throttle {
+        println!(
+            "provider limits, {model}: {} requests, {} waited ({:.1} s in all), {} answered 429, {} tokens",
+            t.requests, t.waits, t.waited_s, t.rate_limited, t.tokens
+        );
     }
     println!("skills: {} ({} flagged)", skills.len(), flagged.len());
     for s in &flagged {

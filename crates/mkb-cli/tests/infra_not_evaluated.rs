@@ -131,6 +131,12 @@ fn a_persistent_infrastructure_failure_is_not_evaluated_never_a_score() {
     let st = text(&status);
     assert!(status.status.success(), "{st}");
     assert!(st.contains("3 final evaluation(s) pending"), "{st}");
+    // The stub provider's model: its shared rate-limit counters reach `mkb status`.
+    let line = st
+        .lines()
+        .find(|l| l.starts_with("provider limits, "))
+        .unwrap_or_else(|| panic!("no provider-limits line: {st}"));
+    assert!(!line.contains(": 0 requests"), "{line}");
     let analyze = mkb(&py).arg("analyze").arg(&run_dir).output().unwrap();
     assert!(!analyze.status.success(), "no attempt has a result yet");
     assert!(

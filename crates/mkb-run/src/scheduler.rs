@@ -634,12 +634,22 @@ async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
             report: e.report.clone(),
         })
         .collect();
-    shared
-        .store
-        .lock()
-        .await
-        .record_attempt(&record, &evals, skill_rec.as_ref())?;
+    let mut store = shared.store.lock().await;
+    store.record_attempt(&record, &evals, skill_rec.as_ref())?;
+    record_throttling(&store, &shared.providers)?;
     Ok(true)
+}
+
+/// What the providers' shared rate limits cost so far (this `mkb run` process), for `mkb status`.
+fn record_throttling(store: &Store, providers: &BTreeMap<String, Provider>) -> Result<()> {
+    let stats: BTreeMap<&String, mkb_agent::provider::ThrottleStats> = providers
+        .iter()
+        .filter_map(|(label, p)| p.throttle_stats().map(|s| (label, s)))
+        .collect();
+    if !stats.is_empty() {
+        store.set_meta("throttle", &serde_json::to_string(&stats)?)?;
+    }
+    Ok(())
 }
 
 /// The source DSL of the direction into the unit's DSL.

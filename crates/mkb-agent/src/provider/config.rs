@@ -134,6 +134,14 @@ pub struct ProviderConfig {
     /// `<record_dir>/<model_label>/<stem>.jsonl`, replayable with kind = "replay".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_dir: Option<PathBuf>,
+    /// The provider's requests-per-minute limit for this model, honoured by every session of
+    /// a run together (provider/limits.rs). Off when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<f64>,
+    /// The provider's tokens-per-minute limit (input + output), shared the same way; each
+    /// request is charged an estimate up front and settled with the reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_minute: Option<f64>,
 }
 
 impl ProviderConfig {
@@ -156,6 +164,8 @@ impl ProviderConfig {
             dir: None,
             replay_strict: false,
             record_dir: None,
+            requests_per_minute: None,
+            tokens_per_minute: None,
         }
     }
 
@@ -201,6 +211,16 @@ impl ProviderConfig {
                 return err(format!(
                     "{name} must be a positive number of seconds, got {v}"
                 ));
+            }
+        }
+        for (name, v) in [
+            ("requests_per_minute", self.requests_per_minute),
+            ("tokens_per_minute", self.tokens_per_minute),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0 && v < 1.0e12) {
+                    return err(format!("{name} must be a positive number, got {v}"));
+                }
             }
         }
         if let Some(n) = self.max_response_bytes {

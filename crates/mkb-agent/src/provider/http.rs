@@ -3,10 +3,12 @@
 //! 408, 5xx, timeouts, transport errors and answers that are not what the API returns (bad or
 //! empty JSON, an HTML page with status 200, no choices), never sleeping or waiting past the
 //! caller's deadline. Bodies are read up to `max_response_bytes`. Error texts are trimmed and
-//! scrubbed of every secret this process holds.
+//! scrubbed of every secret this process holds. Every request first passes the model's shared
+//! rate limits (provider/limits.rs); a 429 pauses all sessions of the model.
 
 use super::config::{ApiKey, ProviderConfig};
 use super::error::ProviderError;
+use super::limits::{estimate_tokens, used_tokens, Limiter, ThrottleStats, WouldPassDeadline};
 use rand::Rng;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use std::time::Duration;
@@ -35,6 +37,8 @@ pub(crate) struct HttpClient {
     retry_base: Duration,
     retry_max: Duration,
     max_body: u64,
+    /// Shared by every session of this model (sessions clone the client's Arc).
+    limiter: Limiter,
 }
 
 /// A successful call: the parsed answer and how many retries it took.
@@ -79,7 +83,12 @@ impl HttpClient {
             retry_base: Duration::from_secs_f64(cfg.retry_base_s),
             retry_max: Duration::from_secs_f64(cfg.retry_max_s),
             max_body: cfg.max_response(),
+            limiter: Limiter::new(cfg.requests_per_minute, cfg.tokens_per_minute),
         })
+    }
+
+    pub(crate) fn throttle_stats(&self) -> ThrottleStats {
+        self.limiter.stats()
     }
 
     /// Removes the API key (and every other secret of this process) from `text`.
@@ -112,10 +121,29 @@ impl HttpClient {
             ProviderError::InvalidRequest(format!("cannot serialize the request: {e}"))
         })?;
         let header_map = self.headers(headers)?;
+        let est = estimate_tokens(body, bytes.len());
         let mut attempts = 0u32;
         let mut retries = 0u32;
         let mut last: Option<String> = None;
         loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(ProviderError::DeadlineExceeded { attempts, last });
+            }
+            // The model's shared limits (requests and tokens per minute, a 429's pause).
+            if let Err(WouldPassDeadline(wait)) = self.limiter.acquire(est, deadline).await {
+                tracing::warn!(
+                    url,
+                    wait_ms = wait.as_millis() as u64,
+                    "provider rate limit: the next request could start only past the deadline"
+                );
+                return Err(ProviderError::DeadlineExceeded {
+                    attempts,
+                    last: Some(
+                        last.unwrap_or_else(|| "waiting for the provider's rate limits".into()),
+                    ),
+                });
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Err(ProviderError::DeadlineExceeded { attempts, last });
@@ -128,11 +156,18 @@ impl HttpClient {
                 .send_once(url, &header_map, bytes.clone(), timeout)
                 .await
             {
-                Ok(json) => match parse(&json) {
-                    Ok(value) => return Ok(HttpOutcome { value, retries }),
-                    Err(e) => Failure::from(e),
-                },
-                Err(f) => f,
+                Ok(json) => {
+                    self.limiter.settle(est, used_tokens(&json));
+                    match parse(&json) {
+                        Ok(value) => return Ok(HttpOutcome { value, retries }),
+                        Err(e) => Failure::from(e),
+                    }
+                }
+                Err(f) => {
+                    // A refused request used no tokens.
+                    self.limiter.settle(est, Some(0));
+                    f
+                }
             };
             let Failure { error, retry_after } = failure;
             if clamped && matches!(error, ProviderError::Timeout { .. }) {
@@ -149,6 +184,10 @@ impl HttpClient {
             let wait = retry_after
                 .map(|w| w.min(self.retry_max))
                 .unwrap_or_else(|| self.backoff(retries));
+            if matches!(error, ProviderError::Http { status: 429, .. }) {
+                // Every session of this model holds back, not only this one.
+                self.limiter.pause(wait);
+            }
             if Instant::now() + wait >= deadline {
                 tracing::warn!(url, error = %error, wait_ms = wait.as_millis() as u64,
                     "provider request failed; the next try would start past the deadline");

@@ -13,6 +13,7 @@ mod anthropic;
 pub mod config;
 pub mod error;
 mod http;
+pub mod limits;
 mod openai;
 pub mod replay;
 pub mod text_mode;
@@ -25,6 +26,7 @@ mod tests;
 
 pub use config::{ApiKey, MaxTokensField, ProviderConfig, ProviderKind, ToolMode};
 pub use error::ProviderError;
+pub use limits::ThrottleStats;
 pub use replay::{read_recording, RecordedTurn, RecordingHeader};
 pub use types::{
     ChatRequest, ChatResponse, ConversationKey, Message, Role, Sampling, ToolCall, ToolSpec, Usage,
@@ -105,6 +107,14 @@ impl Provider {
 
     pub fn config(&self) -> &ProviderConfig {
         &self.cfg
+    }
+
+    /// What rate limiting cost this model so far, over all its sessions (None for replay).
+    pub fn throttle_stats(&self) -> Option<ThrottleStats> {
+        match &self.backend {
+            Backend::Http { client, .. } => Some(client.throttle_stats()),
+            Backend::Replay { .. } => None,
+        }
     }
 
     /// `<kind>:<model>`, as recordings name their producer.

@@ -957,3 +957,101 @@ async fn a_key_echoed_inside_the_answer_is_scrubbed_before_anything_keeps_it() {
     let rec = std::fs::read_to_string(s.recording_path().unwrap()).unwrap();
     assert!(rec.contains("[REDACTED]") && !rec.contains(SECRET), "{rec}");
 }
+
+#[tokio::test]
+async fn a_429_pauses_every_session_of_the_model() {
+    let stub = StubServer::start(vec![
+        StubReply::json(429, json!({"error": {"message": "slow down"}})).header("Retry-After", "1"),
+        StubReply::json(200, oa_text("ok")),
+    ])
+    .await;
+    let mut cfg = openai_cfg(&stub);
+    cfg.retry_max_s = 10.0; // Retry-After is honoured up to retry_max_s
+    let p = provider(&cfg);
+    let first = {
+        let p = p.clone();
+        tokio::spawn(async move {
+            p.session(&key())
+                .unwrap()
+                .chat(&first_request(), in_secs(30.0))
+                .await
+        })
+    };
+    // The second session starts while the first waits out its Retry-After.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut k2 = key();
+    k2.run = 1;
+    let second = p
+        .session(&k2)
+        .unwrap()
+        .chat(&first_request(), in_secs(30.0))
+        .await
+        .unwrap();
+    assert_eq!(second.message.content, "ok");
+    assert_eq!(first.await.unwrap().unwrap().retries, 1);
+    let reqs = stub.requests();
+    assert_eq!(reqs.len(), 3, "the 429, then one request per session");
+    for r in &reqs[1..] {
+        let gap = r.at - reqs[0].at;
+        assert!(
+            gap >= Duration::from_millis(950),
+            "a request {gap:?} after the 429 (Retry-After: 1 s)"
+        );
+    }
+    let st = p.throttle_stats().unwrap();
+    assert_eq!(st.rate_limited, 1, "{st:?}");
+    assert!(st.waits >= 1, "the second session waited: {st:?}");
+    assert_eq!(st.tokens, 32, "two answers of 16 tokens: {st:?}");
+}
+
+#[tokio::test]
+async fn requests_per_minute_are_shared_by_the_sessions_of_a_model() {
+    let stub = StubServer::start(vec![StubReply::json(200, oa_text("ok"))]).await;
+    let mut cfg = openai_cfg(&stub);
+    cfg.requests_per_minute = Some(120.0); // a burst of 120, then one per 0.5 s
+    let t0 = Instant::now();
+    let p = provider(&cfg);
+    let mut tasks = Vec::new();
+    for run in 0..122u32 {
+        let p = p.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut k = key();
+            k.run = run;
+            p.session(&k)
+                .unwrap()
+                .chat(&first_request(), in_secs(30.0))
+                .await
+                .map(|_| ())
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+    let mut at: Vec<_> = stub.requests().iter().map(|r| r.at).collect();
+    at.sort();
+    assert_eq!(at.len(), 122);
+    // The bucket refills from the provider's creation: the 122nd request starts 1 s after it.
+    let last = at[121] - t0;
+    assert!(
+        last >= Duration::from_millis(950),
+        "the last of 122 requests at 120 per minute started {last:?} after the start: \
+         the two over the burst did not wait"
+    );
+    let st = p.throttle_stats().unwrap();
+    assert_eq!((st.requests, st.waits), (122, 2), "{st:?}");
+}
+
+#[test]
+fn rate_limits_must_be_positive() {
+    let mut c = ProviderConfig::new(ProviderKind::Openai, "m");
+    c.tokens_per_minute = Some(0.0);
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("tokens_per_minute"), "{e}");
+    c.tokens_per_minute = None;
+    c.requests_per_minute = Some(f64::NAN);
+    assert!(c
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("requests_per_minute"));
+}
