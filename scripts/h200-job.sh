@@ -4,8 +4,13 @@
 # earlier call on the same (still warm) machine is used too, so both DSLs can be available.
 # Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
 #   scripts/h200-job.sh STEP...
-#   steps: solutions-<dsl>  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  sandbox  examples  replay
+#   steps: solutions-<dsl|all>  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  sandbox  examples  replay
+#          validate-gpu[-<problems>]
 #   (<dsl>: cute or tirx)
+#   validate-gpu[-<problems>]: `mkb problems validate --device cuda` over all problems (or the
+#   comma-separated ids / family letters, e.g. validate-gpu-A,C01): the validation checks at the
+#   check and benchmark shapes on the GPU, every eager formulation, torch.compile and the floor
+#   timed by the judge's baseline code, the ideal time; $OUT/<step>.json (bench-ready) and .md.
 #   throughput-<dsl>[-j<N>]: N judges (default 1) sharing the GPU, the three experts evaluated
 #   $THROUGHPUT_REPEAT (10) times each as a queue (full mode): median eval seconds, evaluations
 #   per GPU-hour, runtime CV per expert, median phases. $THROUGHPUT_ARGS: more arguments of
@@ -44,8 +49,9 @@ for step in "$@"; do
   echo "== step $step ($(date -u +%T))"
   case $step in
     solutions-*)
-      d=${step#solutions-}
-      timeout $STEP_TIMEOUT $MKB solutions --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
+      # solutions-all: both DSLs in one mkb call (the other bundle unpacked by an earlier call)
+      d=${step#solutions-}; dsl=(--dsl "$d"); [ "$d" = all ] && dsl=()
+      timeout $STEP_TIMEOUT $MKB solutions "${dsl[@]}" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
         --evidence-dir "$OUT" --evidence-name "solutions-$d" ;;
     redteam-*)
       d=${step#redteam-}
@@ -72,6 +78,12 @@ for step in "$@"; do
       timeout $STEP_TIMEOUT $MKB run examples/replay.toml --runs-dir /tmp/runs --no-progress --cpu-workers 8
       $MKB status /tmp/runs/replay-demo
       tar -C /tmp/runs -czf "$OUT/replay-run.tar.gz" replay-demo ;;
+    validate-gpu|validate-gpu-*)
+      sel=""; [ "$step" != validate-gpu ] && sel=$(tr ',' ' ' <<<"${step#validate-gpu-}")
+      name=$(tr ',' '_' <<<"$step")
+      timeout $STEP_TIMEOUT $MKB problems validate --device cuda $sel --json "$OUT/$name.json" \
+        --markdown "$OUT/$name.md" > "$OUT/$name.txt" 2>&1
+      rc=$?; grep -v " pass " "$OUT/$name.txt" | tail -40; (exit $rc) ;;
     *) echo "unknown step $step" ;;
   esac
   echo "== step $step ended rc=$? ($(date -u +%T))"

@@ -3,8 +3,9 @@
 # (stub-server provider tests, kill-and-resume, API-key secrecy, simulation coverage, export
 # read-back in pandas and polars, the browser test of the report when MKB_CHROMIUM or chromium is
 # present); Python lint and tests (static check, correctness logic, sandbox, protocol, red-team
-# cases that need no GPU, brief examples, replay recordings); compile-only checks of every expert
-# solution for sm_90a in both DSLs; the red team's no-GPU cases; the replay experiment end to end.
+# cases that need no GPU, brief examples, replay recordings, the Ray backend on a local Ray head);
+# compile-only checks of every expert solution for sm_90a in both DSLs; the red team's no-GPU
+# cases; the replay experiment end to end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-python.sh
@@ -21,6 +22,12 @@ if ! $EXPORT_VENV/bin/python -c "import pandas, pyarrow, polars, scipy" 2>/dev/n
   $EXPORT_VENV/bin/pip install -q numpy==2.4.6 pandas==2.2.3 pyarrow==18.1.0 polars==2.1.0 scipy==1.16.3
 fi
 export MKB_EXPORT_PYTHON=$PWD/$EXPORT_VENV/bin/python
+step "ray into .venv for the Ray backend's tests (python/tests/test_ray_bridge.py, docs/cluster.md)"
+# Pinned, from PyPI: about 40 s and 285 MB with its dependencies, measured on the 2-core machine.
+RAY_VERSION=2.60.0
+if ! .venv/bin/python -c "import ray, sys; sys.exit(ray.__version__ != '$RAY_VERSION')" 2>/dev/null; then
+  .venv/bin/python -m pip install -q "ray==$RAY_VERSION"
+fi
 step "cargo fmt --check";   cargo fmt --all -- --check
 step "crate layering: the store and the analysis pull in no runner, agent, evaluator, tokio, reqwest"
 for crate in mkb-store mkb-analysis; do
@@ -32,6 +39,7 @@ step "cargo clippy";        cargo clippy --workspace --all-targets --release -q 
 step "cargo test";          cargo test --workspace --release -q
 step "cargo build mkb";     cargo build --release -q -p mkb-cli
 MKB="${CARGO_TARGET_DIR:-target}/release/mkb"
+MKB_BIN=$(realpath "$MKB"); export MKB_BIN  # the end-to-end tests of python/tests run this mkb
 step "ruff";                .venv/bin/ruff check python tests examples docs/dsl/examples
 step "pytest";              .venv/bin/python -m pytest python/tests -q
 step "expert solutions compile for sm_90a"; $MKB solutions --mode compile --gpus none
@@ -42,4 +50,5 @@ $MKB status "$tmp/replay-demo" --attempts
 $MKB analyze "$tmp/replay-demo" > /dev/null
 $MKB report "$tmp/replay-demo" -o "$tmp/report.html"
 rm -rf "$tmp"
+step "problems validate (CPU: static checks, reference, [validate] formulations, input influence)"; $MKB problems validate --failures-only
 step "all tests passed"

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import IO, Any
 
 from . import PROTOCOL_VERSION
@@ -155,6 +156,11 @@ class Session:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+# What a live judge's /proc/<pid>/cmdline contains: a judge process, or a Ray worker running the
+# judge actor of mkb_eval.ray_bridge (Ray sets its process title to "ray::MkbJudge...").
+LIVE_JUDGE_MARKERS = (b"mkb_eval.judge", b"ray::MkbJudge")
+
+
 def remove_stale_roots() -> None:
     """Remove scratch roots of judges that died without cleaning up (a judge killed by SIGKILL)."""
     tmp = tempfile.gettempdir()
@@ -165,8 +171,9 @@ def remove_stale_roots() -> None:
         pid = int(parts[2])
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"mkb_eval.judge" in f.read():
-                    continue  # that judge is alive
+                cmdline = f.read()
+            if any(m in cmdline for m in LIVE_JUDGE_MARKERS):
+                continue  # that judge is alive
         except OSError:
             pass
         shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
@@ -254,7 +261,6 @@ def validate_evaluate(req: dict[str, Any], session: Session) -> str | None:
 
 def serve(inp: IO[str], out: IO[str], session: Session) -> int:
     """Answer requests until shutdown or end of input; returns the exit status."""
-    from .evaluation import GroupEvaluation
 
     def send(obj: dict[str, Any]) -> None:
         out.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
@@ -268,37 +274,50 @@ def serve(inp: IO[str], out: IO[str], session: Session) -> int:
         except ValueError as e:
             send(_error(None, f"bad JSON: {e}"))
             continue
-        if not isinstance(req, dict):
-            send(_error(None, "a request must be a JSON object"))
-            continue
-        rid = req.get("id")
-        if req.get("v") != PROTOCOL_VERSION:
-            send(_error(rid, f"unsupported protocol version {req.get('v')!r} (this judge speaks {PROTOCOL_VERSION}); "
-                        "exiting"))
-            return 2
-        op = req.get("op")
-        if op in ("hello", "evaluate") and session.sandbox_error is not None:
-            send(_error(rid, session.sandbox_error))
-        elif op == "hello":
-            send({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **session.hello()})
-        elif op == "shutdown":
-            send({"v": PROTOCOL_VERSION, "id": rid, "ok": True})
-            return 0
-        elif op == "evaluate":
-            problem = validate_evaluate(req, session)
-            if problem is not None:
-                send(_error(rid, problem))
-                continue
-            try:
-                result = GroupEvaluation(session, req, send).run()
-            except Exception as e:  # noqa: BLE001 - keep serving; say what broke
-                traceback.print_exc()
-                send(_error(rid, f"the judge failed on this request: {type(e).__name__}: {e}"))
-                continue
-            send(_finite({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **result}))
-        else:
-            send(_error(rid, f"unknown op {op!r} (hello, evaluate, shutdown)"))
+        status = handle(req, session, send)
+        if status is not None:
+            return status
     return 0
+
+
+def handle(req: Any, session: Session, send: Callable[[dict[str, Any]], None]) -> int | None:
+    """Answer one decoded request: its response (and any progress events before it) go to `send`.
+    Returns the exit status when the judge must stop (shutdown, another protocol version), else
+    None. The judge's loop (`serve`) and the Ray bridge's judge actors (mkb_eval.ray_bridge) both
+    serve requests through it."""
+    from .evaluation import GroupEvaluation
+
+    if not isinstance(req, dict):
+        send(_error(None, "a request must be a JSON object"))
+        return None
+    rid = req.get("id")
+    if req.get("v") != PROTOCOL_VERSION:
+        send(_error(rid, f"unsupported protocol version {req.get('v')!r} (this judge speaks {PROTOCOL_VERSION}); "
+                    "exiting"))
+        return 2
+    op = req.get("op")
+    if op in ("hello", "evaluate") and session.sandbox_error is not None:
+        send(_error(rid, session.sandbox_error))
+    elif op == "hello":
+        send({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **session.hello()})
+    elif op == "shutdown":
+        send({"v": PROTOCOL_VERSION, "id": rid, "ok": True})
+        return 0
+    elif op == "evaluate":
+        problem = validate_evaluate(req, session)
+        if problem is not None:
+            send(_error(rid, problem))
+            return None
+        try:
+            result = GroupEvaluation(session, req, send).run()
+        except Exception as e:  # noqa: BLE001 - keep serving; say what broke
+            traceback.print_exc()
+            send(_error(rid, f"the judge failed on this request: {type(e).__name__}: {e}"))
+            return None
+        send(_finite({"v": PROTOCOL_VERSION, "id": rid, "ok": True, **result}))
+    else:
+        send(_error(rid, f"unknown op {op!r} (hello, evaluate, shutdown)"))
+    return None
 
 
 def _finite(obj: Any) -> Any:
@@ -312,8 +331,8 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def main(argv: list[str] | None = None) -> int:
-    out = open_channel()
+def build_parser() -> argparse.ArgumentParser:
+    """The judge's options (also those of a judge actor of mkb_eval.ray_bridge)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     env_pool = os.environ.get("MKB_EVAL_POOL_SIZE")
     ap.add_argument("--pool-size", type=int, default=int(env_pool) if env_pool else None,
@@ -332,14 +351,23 @@ def main(argv: list[str] | None = None) -> int:
                     help="run candidate code without the OS sandbox (also MKB_EVAL_UNSAFE_NO_SANDBOX=1); logged loudly")
     ap.add_argument("--max-rss-mb", type=float, default=float(os.environ.get("MKB_EVAL_JUDGE_RSS_MB", "16384")),
                     help="the judge exits when its own resident memory passes this")
-    args = ap.parse_args(argv)
-    start_watchdog(os.getppid(), args.max_rss_mb)
+    return ap
 
+
+def make_session(args: argparse.Namespace) -> Session:
+    """The judge's session for parsed options (build_parser)."""
     from .evaluation import JudgeOptions
 
     opts = JudgeOptions(check_trials=args.check_trials, bench_trials=args.bench_trials, max_reps=args.max_reps,
                         runner_start_s=args.runner_start_s, read_policy=args.read_policy)
-    session = Session(opts, args.pool_size, not args.no_prewarm, not args.no_netns, unsafe=args.unsafe_no_sandbox)
+    return Session(opts, args.pool_size, not args.no_prewarm, not args.no_netns, unsafe=args.unsafe_no_sandbox)
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = open_channel()
+    args = build_parser().parse_args(argv)
+    start_watchdog(os.getppid(), args.max_rss_mb)
+    session = make_session(args)
 
     def on_term(signum: int, frame: Any) -> None:
         raise SystemExit(128 + signum)

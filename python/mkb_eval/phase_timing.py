@@ -9,7 +9,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from .correctness import CandidateFailure, compare_output
+from .correctness import CandidateFailure, compare_outputs, declared_outputs
 from .dynamic import compare_kernel_sets, judge_record
 from .problem import (
     ShapeSet,
@@ -107,7 +107,8 @@ class TimingPhase:
     def time_round(self, c: Candidate, rnd: int, warmup: int, reps: int, profile_at: int | None) -> None:
         """One round of `reps` timed repetitions. Before each one (the runner's "rep" event) the
         judge stashes the previous rep's outputs, writes fresh inputs from its secret seed (label:
-        candidate, round, rep) and poisons the outputs, then answers "go". Every rep is handled the
+        candidate, round, rep; inputs updated in place are refilled too) and poisons the outputs,
+        then answers "go". Every rep is handled the
         same way; only the stash slot differs: `checked` reps (chosen here, never sent) go to their
         own slots and are verified against the reference after the round."""
         assert c.checker is not None
@@ -120,9 +121,11 @@ class TimingPhase:
             c.stash = [allocate(self.problem.outputs, bench, self.session.device) for _ in range(k + 1)]
         stash = c.stash
         state: dict[str, Any] = {"next": 0}
+        # Every declared output, in-place ones included (their input buffers hold the new values).
+        outs = declared_outputs(self.problem, bufs.inputs, bufs.outputs)
 
         def keep(i: int) -> None:
-            for dst, out in zip(stash[slot.get(i, k)], bufs.outputs, strict=True):
+            for dst, out in zip(stash[slot.get(i, k)], outs, strict=True):
                 dst.copy_(out)
 
         def on_event(ev: dict[str, Any]) -> dict[str, Any] | None:
@@ -167,7 +170,8 @@ class TimingPhase:
 
     def verify_stash(self, c: Candidate, rnd: int, checked: list[int], stash: list[list[Any]]) -> None:
         """Regenerate the inputs of the checked reps (deterministic from their labels) and compare
-        the stashed outputs with the reference."""
+        the stashed outputs with the reference (outputs updated in place on their change from the
+        regenerated before-values)."""
         assert c.checker is not None
         bench = self.problem.benchmark_shape
         if c.regen is None:
@@ -178,12 +182,11 @@ class TimingPhase:
             self.session.synchronize()
             where = (f"shape set {bench.name!r}, timed repetition {i + 1} of round {rnd + 1} (fresh inputs, poisoned "
                      "outputs; checked in secret)")
-            for out, ref, decl in zip(stash[j], refs, self.problem.outputs, strict=True):
-                try:
-                    compare_output(decl.name, out, ref, decl.tolerance(), where)
-                except CandidateFailure as f:
-                    raise CandidateFailure("incorrect", "timing_check_failed", f"{f.message} ({f.reason}): the "
-                                           "candidate did not compute this timed repetition") from None
+            try:
+                compare_outputs(self.problem, stash[j], refs, c.regen, where)
+            except CandidateFailure as f:
+                raise CandidateFailure("incorrect", "timing_check_failed", f"{f.message} ({f.reason}): the "
+                                       "candidate did not compute this timed repetition") from None
 
     def judge_timing(self, c: Candidate, bench: ShapeSet) -> None:
         where = f"shape set {bench.name!r}, a profiled call inside the timing loop"

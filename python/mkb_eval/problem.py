@@ -49,24 +49,87 @@ DIST_FIELDS: dict[str, tuple[str, ...]] = {
     "normal": ("kind", "mean", "std", "jitter"),
     "uniform": ("kind", "lo", "hi", "jitter"),
     "randint": ("kind", "lo", "hi"),
+    "unique": ("kind", "hi", "per_row"),
+    "counts": ("kind", "total"),
 }
+INTEGER_KINDS = ("randint", "unique", "counts")
+
+Bound = int | float | str  # an integer bound may be a dimension expression ("V", "2*E")
+
+
+def parse_dim(expr: str) -> list[tuple[str, int | str]]:
+    """The terms of a dimension expression of crates/mkb-core/src/shape.rs (`2*H`, `H/2`, `V`,
+    `128`: integers and symbols joined by * and /, evaluated left to right) as (op, atom)."""
+    text = "".join(str(expr).split())
+    terms: list[tuple[str, int | str]] = []
+    op, term = "*", ""
+    for ch in text + "*":
+        if ch not in "*/":
+            term += ch
+            continue
+        if term.isdigit():
+            terms.append((op, int(term)))
+        elif term and term[0].isalpha() and term.replace("_", "a").isalnum() and term.isascii():
+            terms.append((op, term))
+        else:
+            raise ProblemError(f"malformed dimension expression {expr!r}")
+        op, term = ch, ""
+    return terms
+
+
+def eval_dim(expr: int | str, dims: Mapping[str, int]) -> int:
+    """A dimension expression (parse_dim) or an integer, under a shape set's dims; divisions exact."""
+    if isinstance(expr, bool):
+        raise ProblemError(f"dimension expression {expr!r} is a boolean")
+    if isinstance(expr, int):
+        return expr
+    value = 1
+    for op, atom in parse_dim(expr):
+        if isinstance(atom, str):
+            if atom not in dims:
+                raise ProblemError(f"dimension expression {expr!r}: {atom} is not bound")
+            x = int(dims[atom])
+        else:
+            x = atom
+        if op == "*":
+            value *= x
+        elif x == 0 or value % x:
+            raise ProblemError(f"dimension expression {expr!r} is not an exact division ({value} / {x})")
+        else:
+            value //= x
+    return value
 
 
 @dataclass(frozen=True)
 class Distribution:
-    kind: str = "normal"  # normal | uniform | randint
+    kind: str = "normal"  # normal | uniform | randint | unique | counts
     mean: float = 0.0
     std: float = 1.0
-    lo: float = 0.0
-    hi: float = 1.0
+    lo: Bound = 0.0  # randint: an int or a dimension expression
+    hi: Bound = 1.0  # randint, unique: an int or a dimension expression
     jitter: bool = True
+    per_row: bool = False  # unique: distinct within each last-dim row
+    total: int | str = 0  # counts: the exact sum (an int or a dimension expression)
 
     def to_spec(self) -> dict[str, Any]:
+        def bound(x: Bound) -> int | str:
+            return x if isinstance(x, str) else int(x)
         d = {"kind": self.kind, "mean": self.mean, "std": self.std, "lo": self.lo, "hi": self.hi,
-             "jitter": self.jitter}
-        if self.kind == "randint":
-            d["lo"], d["hi"] = int(self.lo), int(self.hi)
+             "jitter": self.jitter, "per_row": self.per_row, "total": bound(self.total)}
+        if self.kind in INTEGER_KINDS:
+            d["lo"], d["hi"] = bound(self.lo), bound(self.hi)
         return {k: d[k] for k in DIST_FIELDS[self.kind]}
+
+    def resolve(self, dims: Mapping[str, int]) -> Distribution:
+        """The distribution with its dimension-expression bounds evaluated at `dims` (ints)."""
+        if self.kind not in INTEGER_KINDS:
+            return self
+        return dataclasses.replace(self, lo=eval_dim(_int_bound(self.lo), dims), hi=eval_dim(_int_bound(self.hi), dims),
+                                   total=eval_dim(self.total, dims))
+
+
+def _int_bound(x: Bound) -> int | str:
+    return x if isinstance(x, str) else int(x)
 
 
 @dataclass(frozen=True)
@@ -77,6 +140,11 @@ class TensorDecl:
     dist: Distribution = field(default_factory=Distribution)
     atol: float | None = None  # outputs: the resolved tolerance
     rtol: float | None = None
+    # The output kinds (docs/design.md "Problem format"); outputs only.
+    inplace: bool = False  # the output IS the input of the same name, updated in place
+    delta: str | None = None  # judged on out - <input> against ref - <input>
+    scale: str | None = None  # float8/int8: the output of its scales (compared dequantized)
+    block: tuple[int, ...] | None = None  # with scale: block size per axis (else ceil(q.dim / s.dim))
 
     @property
     def torch_dtype(self) -> torch.dtype:
@@ -130,6 +198,19 @@ class Problem:
     def check_shapes(self) -> list[ShapeSet]:
         return [s for s in self.shapes if s.kind == "check"]
 
+    @property
+    def call_outputs(self) -> tuple[TensorDecl, ...]:
+        """The outputs run() receives after the inputs: all but those updated in place."""
+        return tuple(o for o in self.outputs if not o.inplace)
+
+    @property
+    def inplace_names(self) -> frozenset[str]:
+        """Inputs that an output updates in place (excluded from the input-unchanged check)."""
+        return frozenset(o.name for o in self.outputs if o.inplace)
+
+    def input_index(self, name: str) -> int:
+        return next(i for i, t in enumerate(self.inputs) if t.name == name)
+
     def shape(self, name: str) -> ShapeSet:
         for s in self.shapes:
             if s.name == name:
@@ -175,19 +256,21 @@ class Problem:
 
 INPUT_FIELDS = ("name", "dtype", "shape", "dist")
 OUTPUT_FIELDS = ("name", "dtype", "shape", "atol", "rtol")
+# The output kinds: on the wire only where set (a spec without them is what protocol 2 always sent).
+OUTPUT_OPTIONAL = ("inplace", "delta", "scale", "block")
 SHAPE_FIELDS = tuple(f.name for f in dataclasses.fields(ShapeSet))
 PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(Problem))
 
 
-def _object(d: Any, where: str, keys: Sequence[str]) -> Mapping[str, Any]:
+def _object(d: Any, where: str, keys: Sequence[str], optional: Sequence[str] = ()) -> Mapping[str, Any]:
     if not isinstance(d, Mapping):
         raise ProblemError(f"{where}: expected an object, got {type(d).__name__}")
     for k in keys:
         if k not in d:
             raise ProblemError(f"{where}: field `{k}` is missing")
     for k in d:
-        if k not in keys:
-            raise ProblemError(f"{where}: field `{k}` is unknown (known: {', '.join(keys)})")
+        if k not in keys and k not in optional:
+            raise ProblemError(f"{where}: field `{k}` is unknown (known: {', '.join((*keys, *optional))})")
     return d
 
 
@@ -215,24 +298,63 @@ def _dist_from_spec(d: Any, where: str) -> Distribution:
         return Distribution("normal", mean=float(_typed(d["mean"], f"{where}.mean", num)),
                             std=float(_typed(d["std"], f"{where}.std", num)),
                             jitter=_typed(d["jitter"], f"{where}.jitter", bool))
-    lo_hi = (int,) if kind == "randint" else num
-    lo = float(_typed(d["lo"], f"{where}.lo", lo_hi))
-    hi = float(_typed(d["hi"], f"{where}.hi", lo_hi))
-    jitter = _typed(d["jitter"], f"{where}.jitter", bool) if kind == "uniform" else False
-    return Distribution(kind, lo=lo, hi=hi, jitter=jitter)
+
+    def bound(key: str) -> int | str:
+        v = _typed(d[key], f"{where}.{key}", (int, str))
+        if isinstance(v, str):
+            try:
+                parse_dim(v)
+            except ProblemError as e:
+                raise ProblemError(f"{where}.{key}: {e}") from None
+        return v
+
+    if kind == "randint":
+        return Distribution("randint", lo=bound("lo"), hi=bound("hi"), jitter=False)
+    if kind == "unique":
+        return Distribution("unique", lo=0, hi=bound("hi"), jitter=False,
+                            per_row=_typed(d["per_row"], f"{where}.per_row", bool))
+    if kind == "counts":
+        return Distribution("counts", lo=0, hi=0, jitter=False, total=bound("total"))
+    lo = float(_typed(d["lo"], f"{where}.lo", num))
+    hi = float(_typed(d["hi"], f"{where}.hi", num))
+    return Distribution(kind, lo=lo, hi=hi, jitter=_typed(d["jitter"], f"{where}.jitter", bool))
 
 
 def _tensor_from_spec(d: Any, where: str, is_output: bool) -> TensorDecl:
-    d = _object(d, where, OUTPUT_FIELDS if is_output else INPUT_FIELDS)
+    d = _object(d, where, OUTPUT_FIELDS if is_output else INPUT_FIELDS, OUTPUT_OPTIONAL if is_output else ())
     dtype = _typed(d["dtype"], f"{where}.dtype", str)
     if dtype not in DTYPES:
         raise ProblemError(f"{where}.dtype: unknown dtype {dtype!r}")
     shape = tuple(_typed(x, f"{where}.shape", str) for x in _list(d["shape"], f"{where}.shape"))
     name = _typed(d["name"], f"{where}.name", str)
     if is_output:
+        block = d.get("block")
         return TensorDecl(name, dtype, shape, atol=float(_typed(d["atol"], f"{where}.atol", (int, float))),
-                          rtol=float(_typed(d["rtol"], f"{where}.rtol", (int, float))))
+                          rtol=float(_typed(d["rtol"], f"{where}.rtol", (int, float))),
+                          inplace=_typed(d.get("inplace", False), f"{where}.inplace", bool),
+                          delta=None if d.get("delta") is None else _typed(d["delta"], f"{where}.delta", str),
+                          scale=None if d.get("scale") is None else _typed(d["scale"], f"{where}.scale", str),
+                          block=None if block is None else tuple(int(_typed(x, f"{where}.block", int))
+                                                                 for x in _list(block, f"{where}.block")))
     return TensorDecl(name, dtype, shape, dist=_dist_from_spec(d["dist"], f"{where}.dist"))
+
+
+def _check_output_kinds(prob: Problem, where: str) -> None:
+    """What mkb's registry guarantees about the output kinds, re-checked on what arrived (a spec
+    that breaks it is a protocol error, never a verdict)."""
+    inputs = {t.name: t for t in prob.inputs}
+    outputs = {t.name: t for t in prob.outputs}
+    for o in prob.outputs:
+        w = f"{where}.outputs[{o.name}]"
+        if o.inplace and (o.name not in inputs or inputs[o.name].dtype != o.dtype):
+            raise ProblemError(f"{w}.inplace: no input {o.name!r} of dtype {o.dtype}")
+        if o.delta is not None and o.delta not in inputs:
+            raise ProblemError(f"{w}.delta: no input {o.delta!r}")
+        if o.scale is not None and (o.scale not in outputs or o.scale == o.name or outputs[o.scale].inplace
+                                    or o.dtype not in ("float8_e4m3fn", "int8")):
+            raise ProblemError(f"{w}.scale: {o.scale!r} is not a plain output scaling a float8/int8 output")
+        if o.block is not None and (o.scale is None or len(o.block) != len(o.shape) or min(o.block, default=1) < 1):
+            raise ProblemError(f"{w}.block: one positive size per axis, with `scale`")
 
 
 def _shape_from_spec(d: Any, where: str) -> ShapeSet:
@@ -281,6 +403,7 @@ def problem_from_spec(d: Any, base: Path | None = None) -> Problem:
     for s in shapes:
         if set(s.sizes) != names:
             raise ProblemError(f"{where}: shape set {s.name!r} sizes {sorted(s.sizes)}, the tensors are {sorted(names)}")
+    _check_output_kinds(prob, where)
     return prob
 
 
@@ -294,6 +417,13 @@ def problem_to_spec(p: Problem, base: Path | None = None) -> dict[str, Any]:
         d: dict[str, Any] = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape)}
         if is_output:
             d.update(atol=t.atol, rtol=t.rtol)
+            if t.inplace:
+                d["inplace"] = True
+            for k in ("delta", "scale"):
+                if getattr(t, k) is not None:
+                    d[k] = getattr(t, k)
+            if t.block is not None:
+                d["block"] = list(t.block)
         else:
             d["dist"] = t.dist.to_spec()
         return d
@@ -325,7 +455,8 @@ class Spec:
     dims: Mapping[str, int]
     params: Mapping[str, Any]
     inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]  # the outputs run() receives: all but those updated in place
+    inplace: tuple[str, ...] = ()  # inputs that run() updates in place (outputs too)
 
 
 def make_spec(problem: Problem, shape: ShapeSet) -> Spec:
@@ -335,7 +466,8 @@ def make_spec(problem: Problem, shape: ShapeSet) -> Spec:
         dims=MappingProxyType(dict(shape.dims)),
         params=MappingProxyType(dict(problem.params)),
         inputs=tuple(TensorSpec(t.name, t.resolve(shape), t.torch_dtype) for t in problem.inputs),
-        outputs=tuple(TensorSpec(t.name, t.resolve(shape), t.torch_dtype) for t in problem.outputs),
+        outputs=tuple(TensorSpec(t.name, t.resolve(shape), t.torch_dtype) for t in problem.call_outputs),
+        inplace=tuple(o.name for o in problem.outputs if o.inplace),
     )
 
 
@@ -344,7 +476,8 @@ def spec_to_wire(spec: Spec) -> dict[str, Any]:
     def ts(t: TensorSpec) -> dict[str, Any]:
         return {"name": t.name, "shape": list(t.shape), "dtype": str(t.dtype).removeprefix("torch.")}
     return {"problem": spec.problem, "name": spec.name, "dims": dict(spec.dims), "params": dict(spec.params),
-            "inputs": [ts(t) for t in spec.inputs], "outputs": [ts(t) for t in spec.outputs]}
+            "inputs": [ts(t) for t in spec.inputs], "outputs": [ts(t) for t in spec.outputs],
+            "inplace": list(spec.inplace)}
 
 
 def spec_from_wire(d: Mapping[str, Any]) -> Spec:
@@ -352,7 +485,7 @@ def spec_from_wire(d: Mapping[str, Any]) -> Spec:
         return TensorSpec(t["name"], tuple(int(x) for x in t["shape"]), DTYPES[t["dtype"]])
     return Spec(problem=d["problem"], name=d["name"], dims=MappingProxyType({k: int(v) for k, v in d["dims"].items()}),
                 params=MappingProxyType(dict(d["params"])), inputs=tuple(ts(t) for t in d["inputs"]),
-                outputs=tuple(ts(t) for t in d["outputs"]))
+                outputs=tuple(ts(t) for t in d["outputs"]), inplace=tuple(str(x) for x in d.get("inplace", ())))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -371,20 +504,71 @@ def allocate(decls: Sequence[TensorDecl], shape: ShapeSet, device: torch.device 
 
 def jitter_params(dist: Distribution, rng: random.Random) -> tuple[float, float]:
     """(offset, scale) of one trial: scale log-uniform in [1/2, 2], offset up to one std / half-width."""
-    if not dist.jitter or dist.kind == "randint":
+    if not dist.jitter or dist.kind in INTEGER_KINDS:
         return 0.0, 1.0
     scale = math.exp(rng.uniform(math.log(0.5), math.log(2.0)))
-    spread = dist.std if dist.kind == "normal" else (dist.hi - dist.lo) / 2
+    spread = dist.std if dist.kind == "normal" else (float(dist.hi) - float(dist.lo)) / 2
     return rng.uniform(-1.0, 1.0) * spread, scale
 
 
-def fill_input_(t: torch.Tensor, decl: TensorDecl, seed: int) -> dict[str, float]:
-    """Fill `t` in place from `decl.dist`, deterministically from `seed`. Returns the jitter used."""
+def draw_unique_(t: torch.Tensor, hi: int, per_row: bool, gen: torch.Generator) -> None:
+    """Distinct integers in [0, hi) over `t` (per_row: within each last-dim row), in random order.
+    A sorted draw of L values from [0, hi - L] plus 0..L-1 is strictly increasing, hence distinct
+    (a combination of L values of [0, hi)), then shuffled: O(numel log L) whatever `hi` is, all on
+    t's device."""
+    n = t.numel()
+    if n == 0:
+        return
+    row = t.shape[-1] if per_row and t.dim() else n
+    rows = n // row
+    if row > hi:
+        raise ProblemError(f"unique: {row} distinct values do not fit in [0, {hi})")
+    r = torch.randint(0, hi - row + 1, (rows, row), generator=gen, device=t.device, dtype=torch.int64)
+    r = r.sort(dim=1).values.add_(torch.arange(row, device=t.device, dtype=torch.int64))
+    order = torch.rand((rows, row), generator=gen, device=t.device).argsort(dim=1)
+    t.copy_(r.gather(1, order).view(t.shape))
+
+
+def draw_counts_(t: torch.Tensor, total: int, gen: torch.Generator) -> None:
+    """Non-negative integers over `t` summing exactly to `total`, ragged: about one element in 8
+    is held at zero, the others are the spacings of sorted uniform cut points in [0, total]
+    (uneven: exponential-like, so a few are large)."""
+    n = t.numel()
+    if n == 0:
+        return
+    keep = torch.rand(n, generator=gen, device=t.device) >= 0.125
+    active = keep.nonzero().flatten()
+    if active.numel() == 0:
+        active = torch.randint(0, n, (1,), generator=gen, device=t.device)
+    cuts = torch.randint(0, total + 1, (active.numel() - 1,), generator=gen, device=t.device, dtype=torch.int64)
+    edges = torch.cat([torch.zeros(1, dtype=torch.int64, device=t.device), cuts.sort().values,
+                       torch.full((1,), total, dtype=torch.int64, device=t.device)])
+    counts = torch.zeros(n, dtype=torch.int64, device=t.device)
+    counts[active] = edges.diff()
+    t.copy_(counts.view(t.shape))
+
+
+def _draw_structured_(t: torch.Tensor, dist: Distribution, gen: torch.Generator) -> bool:
+    """unique and counts (`dist` resolved); False for the other kinds."""
+    if dist.kind == "unique":
+        draw_unique_(t, int(dist.hi), dist.per_row, gen)
+    elif dist.kind == "counts":
+        draw_counts_(t, int(dist.total), gen)
+    else:
+        return False
+    return True
+
+
+def fill_input_(t: torch.Tensor, decl: TensorDecl, seed: int, dims: Mapping[str, int] | None = None) -> dict[str, float]:
+    """Fill `t` in place from `decl.dist`, deterministically from `seed`. Returns the jitter used.
+    `dims` (the shape set's) resolves bounds given as dimension expressions (`hi = "V"`)."""
     rng = random.Random(seed)
     gen = torch.Generator(device=t.device)
     gen.manual_seed(seed)
-    dist = decl.dist
+    dist = decl.dist.resolve(dims or {})
     offset, scale = jitter_params(dist, rng)
+    if _draw_structured_(t, dist, gen):
+        return {"offset": 0.0, "scale": 1.0}
     if dist.kind == "randint":
         t.copy_(torch.randint(int(dist.lo), int(dist.hi), t.shape, generator=gen, device=t.device, dtype=torch.int64))
         return {"offset": 0.0, "scale": 1.0}
@@ -392,7 +576,8 @@ def fill_input_(t: torch.Tensor, decl: TensorDecl, seed: int) -> dict[str, float
         v = torch.randn(t.shape, generator=gen, device=t.device, dtype=torch.float32)
         v.mul_(dist.std * scale).add_(dist.mean + offset)
     else:
-        center, half = (dist.lo + dist.hi) / 2, (dist.hi - dist.lo) / 2
+        lo, hi = float(dist.lo), float(dist.hi)
+        center, half = (lo + hi) / 2, (hi - lo) / 2
         v = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32)
         v.mul_(2.0).sub_(1.0).mul_(half * scale).add_(center + offset)
     if decl.dtype == "float8_e4m3fn":
@@ -403,25 +588,28 @@ def fill_input_(t: torch.Tensor, decl: TensorDecl, seed: int) -> dict[str, float
     return {"offset": offset, "scale": scale}
 
 
-def fill_input_fast_(t: torch.Tensor, decl: TensorDecl, seed: int) -> None:
+def fill_input_fast_(t: torch.Tensor, decl: TensorDecl, seed: int, dims: Mapping[str, int] | None = None) -> None:
     """Fill `t` in place from `decl.dist` (with a per-call jitter) in one write pass, deterministically
     from `seed`: the timing loop's fresh inputs, rewritten every repetition (and regenerated
     bit-identically for the checked ones). Falls back to fill_input_ for dtypes torch cannot draw
-    into directly (float8)."""
-    dist = decl.dist
+    into directly (float8). unique and counts are a few device kernels (sorts of numel values)."""
     if decl.dtype == "float8_e4m3fn":
-        fill_input_(t, decl, seed)
+        fill_input_(t, decl, seed, dims)
         return
+    dist = decl.dist.resolve(dims or {})
     rng = random.Random(seed)
     gen = torch.Generator(device=t.device)
     gen.manual_seed(seed)
     offset, scale = jitter_params(dist, rng)
+    if _draw_structured_(t, dist, gen):
+        return
     if dist.kind == "randint":
         t.random_(int(dist.lo), int(dist.hi), generator=gen)
     elif dist.kind == "normal":
         t.normal_(dist.mean + offset, dist.std * scale, generator=gen)
     else:
-        center, half = (dist.lo + dist.hi) / 2 + offset, (dist.hi - dist.lo) / 2 * scale
+        lo, hi = float(dist.lo), float(dist.hi)
+        center, half = (lo + hi) / 2 + offset, (hi - lo) / 2 * scale
         t.uniform_(center - half, center + half, generator=gen)
 
 
@@ -433,13 +621,14 @@ class InputGenerator:
         self.seed = int(seed)
 
     def fill(self, tensors: Sequence[torch.Tensor], shape: ShapeSet, trial: object) -> list[dict[str, float]]:
-        return [fill_input_(t, d, derive_seed(self.seed, self.problem.id, shape.name, trial, d.name))
+        return [fill_input_(t, d, derive_seed(self.seed, self.problem.id, shape.name, trial, d.name), shape.dims)
                 for t, d in zip(tensors, self.problem.inputs, strict=True)]
 
     def fill_fast(self, tensors: Sequence[torch.Tensor], shape: ShapeSet, label: object) -> None:
         """One write pass per input (fill_input_fast_): the timing loop's fresh inputs."""
         for t, d in zip(tensors, self.problem.inputs, strict=True):
-            fill_input_fast_(t, d, derive_seed(self.seed, self.problem.id, shape.name, "timing", label, d.name))
+            fill_input_fast_(t, d, derive_seed(self.seed, self.problem.id, shape.name, "timing", label, d.name),
+                             shape.dims)
 
     def rng(self, *parts: object) -> random.Random:
         return random.Random(derive_seed(self.seed, self.problem.id, *parts))

@@ -69,7 +69,8 @@ def test_a01_spec() -> None:
         spec.dims["T"] = 1  # type: ignore[index]
     assert spec_from_wire(spec_to_wire(spec)) == spec
     # The bf16 default tolerance, resolved by mkb (no tolerance table on this side).
-    assert p.outputs[0].tolerance().atol == 1e-2 and p.outputs[0].tolerance().rtol == 2e-2
+    # The bf16 default atol; A01's problem.toml sets rtol 3.2e-2 (one bf16 ulp under a quarter of the bound).
+    assert p.outputs[0].tolerance().atol == 1e-2 and p.outputs[0].tolerance().rtol == 3.2e-2
 
 
 def a01_spec() -> dict[str, Any]:

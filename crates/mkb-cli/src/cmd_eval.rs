@@ -59,12 +59,20 @@ pub struct PoolArgs {
     /// Folder for the evaluator processes' logs (stderr of each judge).
     #[arg(long)]
     pub log_dir: Option<PathBuf>,
+    /// Where the judges run: local processes, or actors of a Ray cluster (docs/cluster.md).
+    #[arg(long, value_parser = ["local", "ray"], default_value = "local")]
+    pub backend: String,
+    /// The Ray cluster of `--backend ray`: HOST:PORT of its head, or auto.
+    #[arg(long)]
+    pub ray_address: Option<String>,
 }
 
 impl PoolArgs {
     pub async fn start(&self, ctx: &Context) -> Result<(EvalPool, EvalMode)> {
+        let backend = mkb_eval::Backend::parse(Some(&self.backend), self.ray_address.as_deref())
+            .map_err(|e| anyhow!("--backend/--ray-address: {e}"))?;
         let pool = ctx
-            .pool(&self.gpus, self.cpu_workers, self.log_dir.clone())
+            .pool(&self.gpus, self.cpu_workers, self.log_dir.clone(), backend)
             .await?;
         let mode = match self.mode.fixed() {
             Some(m) => m,

@@ -1,7 +1,8 @@
 //! `mkb problems list` and `mkb problems show`: the registry as a table (with each problem's
 //! variants, one per registered DSL it is posed in), one problem in detail, and the exact
 //! prompt an agent sees for one variant; `mkb problems spec`: the problem specs and the report
-//! template as the judge receives them (crates/mkb-eval/src/spec.rs), for the Python tools.
+//! template as the judge receives them (crates/mkb-eval/src/spec.rs), for the Python tools;
+//! `mkb problems validate`: every validation check (cmd_problems_validate.rs).
 
 use crate::common::Context;
 use anyhow::{anyhow, Result};
@@ -11,6 +12,9 @@ use mkb_core::registry::dims_literal;
 use mkb_core::{Budget, Dsl};
 use mkb_eval::SpecBundle;
 use std::process::ExitCode;
+
+#[path = "cmd_problems_validate.rs"]
+mod validate;
 
 #[derive(Subcommand, Debug)]
 pub enum ProblemsCmd {
@@ -38,11 +42,19 @@ pub enum ProblemsCmd {
         /// Problems (ids, slugs or family letters); default all.
         problems: Vec<String>,
     },
+    /// Validate problems (docs/problems.md): static checks, then the reference,
+    /// the [validate] formulations and the inputs' influence in Python (on the GPU with
+    /// --device cuda, plus the baselines' timing). Prints a table; exit status 1 on a failure.
+    Validate(validate::ValidateArgs),
 }
 
 pub fn run(ctx: &Context, cmd: ProblemsCmd) -> Result<ExitCode> {
+    if let ProblemsCmd::Validate(args) = cmd {
+        return validate::validate(ctx, args);
+    }
     let reg = ctx.registry()?;
     match cmd {
+        ProblemsCmd::Validate(_) => unreachable!("handled above"),
         ProblemsCmd::Spec { problems } => {
             let selected = reg.select(&problems).map_err(|e| anyhow!(e))?;
             let bundle = SpecBundle::new(selected, None).map_err(|e| anyhow!(e))?;

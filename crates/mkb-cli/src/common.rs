@@ -75,6 +75,7 @@ impl Context {
         gpus: &str,
         cpu_workers: usize,
         log_dir: Option<PathBuf>,
+        backend: mkb_eval::Backend,
     ) -> Result<EvalPool> {
         let gpus = parse_gpus(gpus)?;
         self.check_references().await?;
@@ -86,6 +87,7 @@ impl Context {
             log_dir,
             start_timeout: Duration::from_secs(300),
             judges_per_gpu: mkb_eval::DEFAULT_JUDGES_PER_GPU,
+            backend,
         })
         .await
         .with_context(|| format!("starting the evaluator with {}", self.python.display()))

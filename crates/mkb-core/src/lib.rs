@@ -11,6 +11,7 @@ pub mod registry;
 pub mod secret;
 pub mod shape;
 pub mod time;
+pub mod validate;
 
 pub use attempt::{AttemptKind, Budget, Condition, Direction, EndReason};
 pub use dsl::{DslDescriptor, DslRegistry, DEFAULT_DSLS};

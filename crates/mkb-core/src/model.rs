@@ -95,6 +95,17 @@ impl DType {
                 | DType::Float8E4m3fn
         )
     }
+    /// The inclusive value range of an integer dtype (bool: 0..=1); None for floats.
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        Some(match self {
+            DType::Int8 => (i8::MIN as i64, i8::MAX as i64),
+            DType::Uint8 => (0, u8::MAX as i64),
+            DType::Int32 => (i32::MIN as i64, i32::MAX as i64),
+            DType::Int64 => (i64::MIN, i64::MAX),
+            DType::Bool => (0, 1),
+            _ => return None,
+        })
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             DType::Bfloat16 => "bfloat16",
@@ -165,8 +176,119 @@ pub enum Distribution {
         #[serde(default = "yes")]
         jitter: bool,
     },
-    /// Integers in [lo, hi).
-    Randint { lo: i64, hi: i64 },
+    /// Integers in [lo, hi); `lo`/`hi` an integer or a dimension expression (`hi = "V"`).
+    Randint { lo: IntBound, hi: IntBound },
+    /// Distinct integers in [0, hi) over the whole tensor, or with `per_row` within each row of
+    /// the last dimension (slot mappings, block tables, top-k ids: valid by construction).
+    Unique {
+        hi: IntBound,
+        #[serde(default)]
+        per_row: bool,
+    },
+    /// Non-negative integers summing exactly to `total` over the tensor: ragged, zeros possible
+    /// (per-expert token counts).
+    Counts { total: IntBound },
+}
+
+/// An integer bound of a distribution: a literal (negative allowed) or a dimension expression
+/// over the shape set's dims (`"V"`, `"2*E"`, `"T/2"`), resolved per shape set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "BoundRepr", into = "BoundRepr")]
+pub enum IntBound {
+    Int(i64),
+    Dim(DimExpr),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum BoundRepr {
+    Int(i64),
+    Text(String),
+}
+
+impl TryFrom<BoundRepr> for IntBound {
+    type Error = String;
+    fn try_from(r: BoundRepr) -> Result<Self, String> {
+        match r {
+            BoundRepr::Int(n) => Ok(IntBound::Int(n)),
+            BoundRepr::Text(s) => DimExpr::parse(&s).map(IntBound::Dim),
+        }
+    }
+}
+
+impl From<IntBound> for BoundRepr {
+    fn from(b: IntBound) -> Self {
+        match b {
+            IntBound::Int(n) => BoundRepr::Int(n),
+            IntBound::Dim(d) => BoundRepr::Text(d.to_string()),
+        }
+    }
+}
+
+impl From<i64> for IntBound {
+    fn from(n: i64) -> Self {
+        IntBound::Int(n)
+    }
+}
+
+impl IntBound {
+    /// The value under a shape set's dims (errors name an unbound symbol or an inexact division).
+    pub fn resolve(&self, dims: &BTreeMap<String, u64>) -> Result<i64, String> {
+        match self {
+            IntBound::Int(n) => Ok(*n),
+            IntBound::Dim(d) => {
+                i64::try_from(d.resolve(dims)?).map_err(|_| format!("{d} overflows i64"))
+            }
+        }
+    }
+    /// The dimension symbols it uses (none for a literal).
+    pub fn symbols(&self) -> Vec<String> {
+        match self {
+            IntBound::Int(_) => Vec::new(),
+            IntBound::Dim(d) => d.symbols().map(String::from).collect(),
+        }
+    }
+    /// The literal value, if it is one.
+    pub fn literal(&self) -> Option<i64> {
+        match self {
+            IntBound::Int(n) => Some(*n),
+            IntBound::Dim(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for IntBound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IntBound::Int(n) => write!(f, "{n}"),
+            IntBound::Dim(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+impl Distribution {
+    /// The dimension symbols its bounds use (they must be bound by every shape set).
+    pub fn symbols(&self) -> Vec<String> {
+        match self {
+            Distribution::Randint { lo, hi } => {
+                let mut v = lo.symbols();
+                v.extend(hi.symbols());
+                v
+            }
+            Distribution::Unique { hi, .. } => hi.symbols(),
+            Distribution::Counts { total } => total.symbols(),
+            _ => Vec::new(),
+        }
+    }
+    /// Is it one of the integer kinds (randint, unique, counts)?
+    pub fn is_integer(&self) -> bool {
+        matches!(
+            self,
+            Distribution::Randint { .. }
+                | Distribution::Unique { .. }
+                | Distribution::Counts { .. }
+        )
+    }
 }
 
 fn one() -> f64 {
@@ -214,6 +336,27 @@ pub struct OutputDecl {
     pub atol: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rtol: Option<f64>,
+    /// The output IS the input of the same name, updated in place (not a separate argument of
+    /// run()); its tolerance applies to the change it makes (after - before).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub inplace: bool,
+    /// Judged on the change `out - <input>` against `ref - <input>` (outputs dominated by one
+    /// input, e.g. a residual add with a small scale).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delta: Option<String>,
+    /// On a float8_e4m3fn or int8 output: the output holding its scales; compared after
+    /// dequantization (q * s, s broadcast blockwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<String>,
+    /// With `scale`: the block size per axis of this output (e.g. `[128, 128]`), where the
+    /// default ceil(q.dim / s.dim) is not the block meant (a ragged dim split into fixed blocks:
+    /// 1000 columns in blocks of 128 need 8 scales, and ceil(1000 / 8) is 125).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<Vec<u64>>,
+}
+
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl OutputDecl {
@@ -290,6 +433,10 @@ pub struct ProblemFile {
     pub inputs: Vec<InputDecl>,
     pub outputs: Vec<OutputDecl>,
     pub shapes: Vec<ShapeSet>,
+    /// `[validate]`: the formulations `mkb problems validate` runs and the waived checks
+    /// (crate::validate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate: Option<crate::validate::ValidateSection>,
 }
 
 /// A loaded, validated problem with its folder and texts.

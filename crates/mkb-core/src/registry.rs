@@ -3,7 +3,9 @@
 //! problem is posed in) and validates everything. Every error names the file and the field.
 
 use crate::dsl::DslRegistry;
-use crate::model::{Dsl, Family, Problem, ProblemFile, ShapeKind, MIN_IDEAL_US};
+use crate::model::{
+    DType, Distribution, Dsl, Family, OutputDecl, Problem, ProblemFile, ShapeKind, ShapeSet,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -329,11 +331,12 @@ pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadE
                 .iter()
                 .flat_map(|d| d.symbols().map(String::from).collect::<Vec<_>>()),
         );
+        symbols.extend(inp.dist.symbols());
         match &inp.dist {
-            crate::model::Distribution::Normal { std, .. } if !(*std > 0.0 && std.is_finite()) => {
+            Distribution::Normal { std, .. } if !(*std > 0.0 && std.is_finite()) => {
                 errors.push(err(&format!("{f}.dist.std"), "must be positive".into()))
             }
-            crate::model::Distribution::Uniform { lo, hi, .. }
+            Distribution::Uniform { lo, hi, .. }
                 if lo.partial_cmp(hi) != Some(std::cmp::Ordering::Less) =>
             {
                 errors.push(err(
@@ -341,22 +344,40 @@ pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadE
                     format!("uniform needs lo < hi, got [{lo}, {hi})"),
                 ))
             }
-            crate::model::Distribution::Randint { lo, hi } if lo >= hi => errors.push(err(
+            Distribution::Randint { lo, hi } if matches!((lo.literal(), hi.literal()), (Some(l), Some(h)) if l >= h) => {
+                errors.push(err(
+                    &format!("{f}.dist"),
+                    format!("randint needs lo < hi, got [{lo}, {hi})"),
+                ))
+            }
+            d if d.is_integer() && inp.dtype.is_float() => errors.push(err(
                 &format!("{f}.dist"),
-                format!("randint needs lo < hi, got [{lo}, {hi})"),
+                format!("{} needs an integer dtype", dist_kind(d)),
             )),
-            crate::model::Distribution::Randint { .. } if inp.dtype.is_float() => errors.push(err(
-                &format!("{f}.dist"),
-                "randint needs an integer dtype".into(),
+            Distribution::Unique { .. } | Distribution::Counts { .. }
+                if inp.dtype == DType::Bool =>
+            {
+                errors.push(err(
+                    &format!("{f}.dist"),
+                    format!("{} needs an integer dtype, not bool", dist_kind(&inp.dist)),
+                ))
+            }
+            Distribution::Unique { per_row: true, .. } if inp.shape.is_empty() => errors.push(err(
+                &format!("{f}.dist.per_row"),
+                "a scalar has no rows: per_row needs at least one dimension".into(),
             )),
-            crate::model::Distribution::Randint { .. } => {}
+            d if d.is_integer() => {}
             _ if !inp.dtype.is_float() => errors.push(err(
                 &format!("{f}.dist"),
-                format!("integer input {:?} needs dist.kind = \"randint\"", inp.name),
+                format!(
+                    "integer input {:?} needs dist.kind = \"randint\", \"unique\" or \"counts\"",
+                    inp.name
+                ),
             )),
             _ => {}
         }
     }
+    let mut output_names = BTreeSet::new();
     for (i, out) in file.outputs.iter().enumerate() {
         let f = format!("outputs[{i}]");
         if !is_identifier(&out.name) {
@@ -365,12 +386,25 @@ pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadE
                 format!("{:?} is not a Python identifier", out.name),
             ));
         }
-        if !names.insert(out.name.clone()) {
+        let is_input = file.inputs.iter().any(|x| x.name == out.name);
+        if !output_names.insert(out.name.clone())
+            || (!out.inplace && !names.insert(out.name.clone()))
+        {
             errors.push(err(
                 &format!("{f}.name"),
-                format!("duplicate tensor name {:?}", out.name),
+                if is_input {
+                    format!(
+                        "{:?} is also an input: an output updated in place needs `inplace = true`",
+                        out.name
+                    )
+                } else {
+                    format!("duplicate tensor name {:?}", out.name)
+                },
             ));
         }
+        check_output_kind(&file, i, out, &mut |field, msg| {
+            errors.push(err(field, msg))
+        });
         symbols.extend(
             out.shape
                 .iter()
@@ -479,6 +513,9 @@ pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadE
                     Err(_) => resolved_ok = false,
                 }
             }
+        }
+        if resolved_ok {
+            check_shape_set(&file, s, &mut |field, msg| errors.push(err(field, msg)));
         }
         if resolved_ok && s.kind == ShapeKind::Check && resolved_dims.iter().any(|v| v % 64 != 0) {
             has_ragged = true;
@@ -625,18 +662,307 @@ pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadE
         file,
         variants,
     };
-    // The size rule of docs/suite.md on the benchmark shape.
-    match problem.ideal_us(problem.benchmark_shape()) {
-        Ok(us) if us < MIN_IDEAL_US => {
-            return Err(vec![err(
-                "shapes",
-                format!("the benchmark shape's ideal time is {us:.1} us, under the {MIN_IDEAL_US} us floor of the size rule (docs/suite.md): enlarge it"),
-            )])
-        }
-        Ok(_) => {}
-        Err(e) => return Err(vec![err("shapes", e)]),
+    // The static checks of crate::validate (the size rule of docs/suite.md on the benchmark
+    // shape, the memory cap, `[validate]`'s formulations, prompt parity), unless waived there.
+    let errors = crate::validate::load_errors(&problem, dsls);
+    if !errors.is_empty() {
+        return Err(errors);
     }
     Ok(problem)
+}
+
+fn dist_kind(d: &Distribution) -> &'static str {
+    match d {
+        Distribution::Normal { .. } => "normal",
+        Distribution::Uniform { .. } => "uniform",
+        Distribution::Randint { .. } => "randint",
+        Distribution::Unique { .. } => "unique",
+        Distribution::Counts { .. } => "counts",
+    }
+}
+
+/// The output kinds of docs/design.md (`inplace`, `delta`, `scale`), checked on the declarations;
+/// what depends on sizes is checked per shape set by `check_shape_set`.
+fn check_output_kind(
+    file: &ProblemFile,
+    i: usize,
+    out: &OutputDecl,
+    push: &mut dyn FnMut(&str, String),
+) {
+    let f = format!("outputs[{i}]");
+    let input = |name: &str| file.inputs.iter().find(|x| x.name == name);
+    if out.inplace {
+        match input(&out.name) {
+            None => push(
+                &format!("{f}.inplace"),
+                format!(
+                    "no input is named {:?}: an output updated in place is the input of the same name",
+                    out.name
+                ),
+            ),
+            Some(inp) if inp.dtype != out.dtype => push(
+                &format!("{f}.dtype"),
+                format!(
+                    "{} differs from the dtype {} of input {:?}, which it updates in place",
+                    out.dtype, inp.dtype, out.name
+                ),
+            ),
+            Some(_) => {}
+        }
+        if out.delta.is_some() {
+            push(
+                &format!("{f}.delta"),
+                "an output updated in place is already judged on its change: drop `delta`".into(),
+            );
+        }
+        if out.scale.is_some() {
+            push(
+                &format!("{f}.scale"),
+                "an output updated in place cannot be compared after dequantization".into(),
+            );
+        }
+    }
+    if let Some(d) = &out.delta {
+        match input(d) {
+            None => push(
+                &format!("{f}.delta"),
+                format!(
+                    "no input is named {d:?} (known: {})",
+                    file.inputs
+                        .iter()
+                        .map(|x| x.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            Some(inp) if !inp.dtype.is_float() || !out.dtype.is_float() => push(
+                &format!("{f}.delta"),
+                format!(
+                    "a change out - {d} needs float tensors (output {}, input {})",
+                    out.dtype, inp.dtype
+                ),
+            ),
+            Some(_) => {}
+        }
+    }
+    if out.block.is_some() && out.scale.is_none() {
+        push(
+            &format!("{f}.block"),
+            "a block size is only meaningful with `scale`".into(),
+        );
+    }
+    if let Some(sname) = &out.scale {
+        if !matches!(out.dtype, DType::Float8E4m3fn | DType::Int8) {
+            push(
+                &format!("{f}.scale"),
+                format!(
+                    "only float8_e4m3fn and int8 outputs are compared after dequantization, not {}",
+                    out.dtype
+                ),
+            );
+        }
+        match file.outputs.iter().find(|o| &o.name == sname) {
+            None => push(
+                &format!("{f}.scale"),
+                format!(
+                    "no output is named {sname:?} (known: {})",
+                    file.outputs
+                        .iter()
+                        .map(|x| x.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            Some(s) if s.name == out.name => push(
+                &format!("{f}.scale"),
+                "an output cannot scale itself".into(),
+            ),
+            Some(s) => {
+                if !s.dtype.is_float() || s.dtype == DType::Float8E4m3fn {
+                    push(
+                        &format!("{f}.scale"),
+                        format!(
+                            "the scale output {sname:?} must be bfloat16, float16, float32 or float64, not {}",
+                            s.dtype
+                        ),
+                    );
+                }
+                if s.inplace || s.scale.is_some() || s.delta.is_some() {
+                    push(
+                        &format!("{f}.scale"),
+                        format!("the scale output {sname:?} must be a plain output (no inplace, delta or scale)"),
+                    );
+                }
+                if let Some(b) = &out.block {
+                    if b.len() != out.shape.len() || s.shape.len() != out.shape.len() {
+                        push(
+                            &format!("{f}.block"),
+                            format!(
+                                "one block size per axis of {:?} ({} axes) and a scale output with as many axes ({sname:?} has {})",
+                                out.name,
+                                out.shape.len(),
+                                s.shape.len()
+                            ),
+                        );
+                    }
+                    if b.contains(&0) {
+                        push(&format!("{f}.block"), "block sizes must be positive".into());
+                    }
+                }
+                if s.shape.len() > out.shape.len() {
+                    push(
+                        &format!("{f}.scale"),
+                        format!(
+                            "the scale output {sname:?} has {} dimensions, more than the {} of {:?}",
+                            s.shape.len(),
+                            out.shape.len(),
+                            out.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Everything of the output kinds and the integer distributions that depends on sizes, under one
+/// shape set whose tensors all resolve.
+fn check_shape_set(file: &ProblemFile, s: &ShapeSet, push: &mut dyn FnMut(&str, String)) {
+    let size = |shape: &[crate::shape::DimExpr]| -> Option<Vec<u64>> {
+        shape.iter().map(|d| d.resolve(&s.dims).ok()).collect()
+    };
+    let at = format!("shape set {:?}", s.name);
+    for (i, inp) in file.inputs.iter().enumerate() {
+        let field = format!("inputs[{i}].dist");
+        let Some(dims) = size(&inp.shape) else {
+            continue;
+        };
+        let numel: u64 = dims.iter().product();
+        let (tmin, tmax) = inp.dtype.int_range().unwrap_or((i64::MIN, i64::MAX));
+        let resolve =
+            |b: &crate::model::IntBound, name: &str, push: &mut dyn FnMut(&str, String)| {
+                b.resolve(&s.dims)
+                    .map_err(|e| push(&format!("{field}.{name}"), format!("{e} ({at})")))
+                    .ok()
+            };
+        match &inp.dist {
+            Distribution::Randint { lo, hi } => {
+                let (Some(l), Some(h)) = (resolve(lo, "lo", push), resolve(hi, "hi", push)) else {
+                    continue;
+                };
+                if l >= h {
+                    push(
+                        &field,
+                        format!("randint needs lo < hi, got [{l}, {h}) at {at}"),
+                    );
+                } else if l < tmin || h - 1 > tmax {
+                    push(
+                        &field,
+                        format!("[{l}, {h}) at {at} does not fit in {}", inp.dtype),
+                    );
+                }
+            }
+            Distribution::Unique { hi, per_row } => {
+                let Some(h) = resolve(hi, "hi", push) else {
+                    continue;
+                };
+                let (n, what) = if *per_row {
+                    (dims.last().copied().unwrap_or(1), "a row holds")
+                } else {
+                    (numel, "the tensor holds")
+                };
+                if h < 1 || (n as i128) > h as i128 {
+                    push(
+                        &format!("{field}.hi"),
+                        format!("{what} {n} distinct values at {at}, but [0, {h}) has only {} (hi must be at least the {})",
+                            h.max(0), if *per_row { "row length" } else { "number of elements" }),
+                    );
+                } else if h - 1 > tmax {
+                    push(
+                        &format!("{field}.hi"),
+                        format!("[0, {h}) at {at} does not fit in {}", inp.dtype),
+                    );
+                }
+            }
+            Distribution::Counts { total } => {
+                let Some(t) = resolve(total, "total", push) else {
+                    continue;
+                };
+                if t < 0 {
+                    push(
+                        &format!("{field}.total"),
+                        format!("{t} at {at} is negative"),
+                    );
+                } else if t > tmax {
+                    push(
+                        &format!("{field}.total"),
+                        format!("{t} at {at} does not fit in {}", inp.dtype),
+                    );
+                } else if numel == 0 {
+                    push(&field, format!("counts need at least one element ({at})"));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (i, out) in file.outputs.iter().enumerate() {
+        let Some(odims) = size(&out.shape) else {
+            continue;
+        };
+        let same_as = |name: &str| {
+            file.inputs
+                .iter()
+                .find(|x| x.name == name)
+                .and_then(|x| size(&x.shape))
+        };
+        if out.inplace {
+            if let Some(idims) = same_as(&out.name) {
+                if idims != odims {
+                    push(
+                        &format!("outputs[{i}].shape"),
+                        format!("{odims:?} at {at} differs from {idims:?} of the input it updates in place"),
+                    );
+                }
+            }
+        }
+        if let Some(d) = &out.delta {
+            if let Some(idims) = same_as(d) {
+                if idims != odims {
+                    push(
+                        &format!("outputs[{i}].delta"),
+                        format!("input {d:?} has shape {idims:?} at {at}, the output {odims:?}: a change needs the same shape"),
+                    );
+                }
+            }
+        }
+        if let Some(sname) = &out.scale {
+            let Some(sdims) = file
+                .outputs
+                .iter()
+                .find(|o| &o.name == sname)
+                .and_then(|o| size(&o.shape))
+            else {
+                continue;
+            };
+            if sdims.len() > odims.len() {
+                continue; // reported by check_output_kind
+            }
+            for (axis, (&q, &n)) in odims.iter().zip(&sdims).enumerate() {
+                match out.block.as_ref().and_then(|b| b.get(axis)) {
+                    Some(&b) if b > 0 && q.div_ceil(b) != n => push(
+                        &format!("outputs[{i}].block"),
+                        format!("axis {axis} at {at}: {q} elements in blocks of {b} need {} scales, {sname:?} has {n}", q.div_ceil(b)),
+                    ),
+                    Some(_) => {}
+                    None if !(n >= 1 && q >= 1 && q.div_ceil(q.div_ceil(n)) == n) => push(
+                        &format!("outputs[{i}].scale"),
+                        format!("axis {axis} at {at}: {n} scales cannot cover {q} elements in blocks of ceil({q}/{n}) (every block must hold at least one element)"),
+                    ),
+                    None => {}
+                }
+            }
+        }
+    }
 }
 
 /// Dims of a shape set as Python literal `{"T": 16384, ...}` (prompts and docs).
@@ -817,6 +1143,356 @@ dims = { T = 333, H = 1000 }
         let b = p.benchmark_shape();
         assert_eq!(p.min_bytes(b).unwrap(), 4 * 16384 * 14336 + 2 * 14336);
         assert_eq!(p.min_bytes(b).unwrap(), p.tensor_bytes(b).unwrap());
+    }
+
+    /// A problem using every output kind and integer distribution of docs/design.md.
+    const KINDS: &str = r#"
+id = "A01"
+slug = "bias_gelu"
+family = "A"
+title = "Every kind"
+eager = ["gelu_add"]
+bytes = "4*T*H + 2*H"
+
+[[inputs]]
+name = "p"
+dtype = "float32"
+shape = ["T", "H"]
+
+[[inputs]]
+name = "r"
+dtype = "bfloat16"
+shape = ["T", "H"]
+
+[[inputs]]
+name = "tok"
+dtype = "int64"
+shape = ["T"]
+dist = { kind = "randint", lo = 0, hi = "V" }
+
+[[inputs]]
+name = "slots"
+dtype = "int32"
+shape = ["T"]
+dist = { kind = "unique", hi = "S" }
+
+[[inputs]]
+name = "ids"
+dtype = "int32"
+shape = ["T", 4]
+dist = { kind = "unique", hi = "E", per_row = true }
+
+[[inputs]]
+name = "cnt"
+dtype = "int32"
+shape = ["E"]
+dist = { kind = "counts", total = "4*T" }
+
+[[outputs]]
+name = "p"
+dtype = "float32"
+shape = ["T", "H"]
+inplace = true
+
+[[outputs]]
+name = "y"
+dtype = "bfloat16"
+shape = ["T", "H"]
+delta = "r"
+
+[[outputs]]
+name = "q"
+dtype = "float8_e4m3fn"
+shape = ["T", "H"]
+scale = "s"
+block = [1, 128]
+
+[[outputs]]
+name = "s"
+dtype = "float32"
+shape = ["T", "G"]
+
+[[outputs]]
+name = "loss"
+dtype = "float32"
+shape = []
+
+[[shapes]]
+name = "benchmark"
+kind = "benchmark"
+dims = { T = 16384, H = 14336, G = 112, V = 128256, S = 20000, E = 64 }
+
+[[shapes]]
+name = "small"
+kind = "check"
+dims = { T = 128, H = 256, G = 2, V = 1000, S = 128, E = 4 }
+
+[[shapes]]
+name = "ragged"
+kind = "check"
+dims = { T = 333, H = 1000, G = 8, V = 77, S = 400, E = 5 }
+"#;
+
+    #[test]
+    fn loads_every_output_kind_and_distribution() {
+        use crate::model::IntBound;
+        let tmp = tempfile::tempdir().unwrap();
+        write_problem(tmp.path(), KINDS);
+        let reg = Registry::load(tmp.path(), &dsls()).unwrap();
+        let p = reg.get("A01").unwrap();
+        let f = &p.file;
+        assert!(f.outputs[0].inplace && f.outputs[0].delta.is_none());
+        assert_eq!(f.outputs[1].delta.as_deref(), Some("r"));
+        assert_eq!(f.outputs[2].scale.as_deref(), Some("s"));
+        assert_eq!(f.outputs[2].block, Some(vec![1, 128]));
+        assert!(f.outputs[4].shape.is_empty());
+        let Distribution::Randint { lo, hi } = &f.inputs[2].dist else {
+            panic!("{:?}", f.inputs[2].dist)
+        };
+        assert_eq!(*lo, IntBound::Int(0));
+        assert_eq!(hi.resolve(&p.benchmark_shape().dims).unwrap(), 128256);
+        assert!(matches!(
+            &f.inputs[4].dist,
+            Distribution::Unique { per_row: true, .. }
+        ));
+        assert!(matches!(
+            &f.inputs[3].dist,
+            Distribution::Unique { per_row: false, .. }
+        ));
+        let Distribution::Counts { total } = &f.inputs[5].dist else {
+            panic!()
+        };
+        assert_eq!(total.resolve(&p.benchmark_shape().dims).unwrap(), 4 * 16384);
+        // A scalar output is one element of its dtype.
+        let b = p.benchmark_shape();
+        let sizes: u64 = p.tensor_bytes(b).unwrap();
+        assert!(sizes > 4 * 16384 * 14336, "{sizes}");
+        // Written back, the file reads the same (the new fields serialize only where set).
+        let back = toml::to_string(f).unwrap();
+        assert!(
+            back.contains("inplace = true") && back.contains("hi = \"V\""),
+            "{back}"
+        );
+        assert_eq!(toml::from_str::<ProblemFile>(&back).unwrap(), *f);
+        let plain = toml::to_string(&errors_free_good()).unwrap();
+        assert!(
+            !plain.contains("inplace") && !plain.contains("delta"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn integer_bounds_are_literals_or_dimension_expressions() {
+        use crate::model::{InputDecl, IntBound};
+        let d: InputDecl = toml::from_str(
+            "name = \"i\"\ndtype = \"int32\"\nshape = []\ndist = { kind = \"randint\", lo = -5, hi = \"2*E\" }",
+        )
+        .unwrap();
+        let Distribution::Randint { lo, hi } = &d.dist else {
+            panic!("{:?}", d.dist)
+        };
+        assert_eq!(*lo, IntBound::Int(-5));
+        let dims = BTreeMap::from([("E".to_string(), 8u64)]);
+        assert_eq!(hi.resolve(&dims).unwrap(), 16);
+        assert_eq!(d.dist.symbols(), vec!["E".to_string()]);
+        assert!(hi
+            .resolve(&BTreeMap::new())
+            .unwrap_err()
+            .contains("E is not bound"));
+        // Written back as written: an integer stays an integer, an expression a string.
+        let back = toml::to_string(&d).unwrap();
+        assert!(
+            back.contains("lo = -5") && back.contains("hi = \"2*E\""),
+            "{back}"
+        );
+        let e = toml::from_str::<InputDecl>(
+            "name = \"i\"\ndtype = \"int32\"\nshape = []\ndist = { kind = \"unique\", hi = 1.5 }",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("did not match") || e.to_string().contains("invalid"),
+            "{e}"
+        );
+    }
+
+    fn errors_free_good() -> ProblemFile {
+        toml::from_str(GOOD).unwrap()
+    }
+
+    /// `KINDS` with `from` replaced by `to` must fail with an error on `field` containing `needle`.
+    fn kinds_error(from: &str, to: &str, field: &str, needle: &str) {
+        assert!(
+            KINDS.contains(from),
+            "the test edit {from:?} matches nothing"
+        );
+        let errs = errors_for(&KINDS.replacen(from, to, 1));
+        assert!(
+            errs.iter().any(|e| e.field == field
+                && e.message.contains(needle)
+                && e.path.ends_with("problem.toml")),
+            "{from:?} -> {to:?}: expected `{field}` with {needle:?}, got {errs:?}"
+        );
+    }
+
+    #[test]
+    fn output_kinds_are_validated_by_name() {
+        // inplace: the input must exist, with the same dtype and shape.
+        kinds_error(
+            "name = \"p\"\ndtype = \"float32\"\nshape = [\"T\", \"H\"]\ninplace = true",
+            "name = \"pp\"\ndtype = \"float32\"\nshape = [\"T\", \"H\"]\ninplace = true",
+            "outputs[0].inplace",
+            "no input is named \"pp\"",
+        );
+        kinds_error(
+            "dtype = \"float32\"\nshape = [\"T\", \"H\"]\ninplace = true",
+            "dtype = \"bfloat16\"\nshape = [\"T\", \"H\"]\ninplace = true",
+            "outputs[0].dtype",
+            "differs from the dtype float32",
+        );
+        kinds_error(
+            "shape = [\"T\", \"H\"]\ninplace = true",
+            "shape = [\"H\", \"T\"]\ninplace = true",
+            "outputs[0].shape",
+            "of the input it updates in place",
+        );
+        kinds_error(
+            "shape = [\"T\", \"H\"]\ninplace = true",
+            "shape = [\"T\", \"H\"]",
+            "outputs[0].name",
+            "needs `inplace = true`",
+        );
+        kinds_error(
+            "inplace = true",
+            "inplace = true\ndelta = \"r\"",
+            "outputs[0].delta",
+            "already judged on its change",
+        );
+        // delta: an input of the same shape, float.
+        kinds_error(
+            "delta = \"r\"",
+            "delta = \"rr\"",
+            "outputs[1].delta",
+            "no input is named \"rr\"",
+        );
+        kinds_error(
+            "delta = \"r\"",
+            "delta = \"tok\"",
+            "outputs[1].delta",
+            "needs float tensors",
+        );
+        // scale: a float8/int8 output, another plain float output, blocks that cover.
+        kinds_error(
+            "scale = \"s\"",
+            "scale = \"t\"",
+            "outputs[2].scale",
+            "no output is named \"t\"",
+        );
+        kinds_error(
+            "dtype = \"float8_e4m3fn\"",
+            "dtype = \"bfloat16\"",
+            "outputs[2].scale",
+            "only float8_e4m3fn and int8",
+        );
+        kinds_error(
+            "scale = \"s\"",
+            "scale = \"loss\"",
+            "outputs[2].block",
+            "as many axes",
+        );
+        kinds_error(
+            "scale = \"s\"",
+            "scale = \"q\"",
+            "outputs[2].scale",
+            "cannot scale itself",
+        );
+        kinds_error(
+            "block = [1, 128]",
+            "block = [1, 64]",
+            "outputs[2].block",
+            "blocks of 64 need",
+        );
+        // Without `block`, ceil(q.dim / s.dim): 8 scales over 1000 columns are blocks of 125 (valid);
+        // 600 scales would be blocks of 2, of which only 500 hold an element.
+        let errs = errors_for(
+            &KINDS
+                .replace("block = [1, 128]\n", "")
+                .replace("G = 8,", "G = 600,"),
+        );
+        assert!(
+            errs.iter().any(|e| e.field == "outputs[2].scale"
+                && e.message.contains("600 scales cannot cover 1000 elements")),
+            "{errs:?}"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        write_problem(tmp.path(), &KINDS.replace("block = [1, 128]\n", ""));
+        assert!(
+            Registry::load(tmp.path(), &dsls()).is_ok(),
+            "the default block rule accepts 8 scales over 1000 columns"
+        );
+        kinds_error(
+            "name = \"loss\"\ndtype = \"float32\"",
+            "name = \"loss\"\ndtype = \"float32\"\nblock = [2]",
+            "outputs[4].block",
+            "only meaningful with `scale`",
+        );
+    }
+
+    #[test]
+    fn integer_distributions_are_validated_per_shape_set() {
+        kinds_error(
+            "lo = 0, hi = \"V\"",
+            "lo = 0, hi = \"W\"",
+            "shapes[0].dims",
+            "dimension W is used by a tensor but not bound",
+        );
+        kinds_error(
+            "lo = 0, hi = \"V\"",
+            "lo = 100, hi = \"V\"",
+            "inputs[2].dist",
+            "randint needs lo < hi, got [100, 77) at shape set \"ragged\"",
+        );
+        kinds_error(
+            "dtype = \"int64\"\nshape = [\"T\"]\ndist = { kind = \"randint\"",
+            "dtype = \"int8\"\nshape = [\"T\"]\ndist = { kind = \"randint\"",
+            "inputs[2].dist",
+            "does not fit in int8",
+        );
+        kinds_error(
+            "S = 128, E = 4 }",
+            "S = 127, E = 4 }",
+            "inputs[3].dist.hi",
+            "the tensor holds 128 distinct values at shape set \"small\"",
+        );
+        kinds_error(
+            "S = 128, E = 4 }",
+            "S = 128, E = 3 }",
+            "inputs[4].dist.hi",
+            "a row holds 4 distinct values",
+        );
+        kinds_error(
+            "dtype = \"int32\"\nshape = [\"T\"]\ndist = { kind = \"unique\"",
+            "dtype = \"float32\"\nshape = [\"T\"]\ndist = { kind = \"unique\"",
+            "inputs[3].dist",
+            "unique needs an integer dtype",
+        );
+        kinds_error(
+            "dtype = \"int32\"\nshape = [\"E\"]",
+            "dtype = \"int8\"\nshape = [\"E\"]",
+            "inputs[5].dist.total",
+            "does not fit in int8",
+        );
+        kinds_error(
+            "name = \"r\"\ndtype = \"bfloat16\"\nshape = [\"T\", \"H\"]",
+            "name = \"r\"\ndtype = \"int32\"\nshape = [\"T\", \"H\"]",
+            "inputs[1].dist",
+            "\"randint\", \"unique\" or \"counts\"",
+        );
+        // A bad expression is a parse error naming the line.
+        let errs = errors_for(&KINDS.replace("total = \"4*T\"", "total = \"4*T-1\""));
+        assert!(
+            errs[0].message.contains("bad term") && errs[0].message.contains("line"),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! (evaluate a request, is there a GPU, is a DSL installed), so that they run against the real
 //! [`EvalPool`] in production and against a scripted fake in unit tests.
 
-use crate::pool::{EvalError, EvalPool};
+use crate::pool::{EvalError, EvalPool, PoolStats};
 use crate::protocol::{EvalRequest, EvalResponse};
 use mkb_core::{Dsl, EvalMode, EvalReport};
 use std::future::Future;
@@ -21,6 +21,11 @@ pub trait Evaluator: Send + Sync {
 
     /// Is this DSL importable where requests of `mode` run?
     fn dsl_available(&self, dsl: Dsl, mode: EvalMode) -> bool;
+
+    /// How its judges and queues were used (an evaluator without judges: None).
+    fn stats(&self) -> Option<PoolStats> {
+        None
+    }
 
     /// Evaluate one candidate and return its report.
     fn evaluate_one(
@@ -53,6 +58,10 @@ impl Evaluator for EvalPool {
         EvalPool::dsl_available(self, dsl, mode)
     }
 
+    fn stats(&self) -> Option<PoolStats> {
+        Some(EvalPool::stats(self))
+    }
+
     fn evaluate_one(
         &self,
         req: EvalRequest,
@@ -76,6 +85,10 @@ impl<T: Evaluator> Evaluator for std::sync::Arc<T> {
 
     fn dsl_available(&self, dsl: Dsl, mode: EvalMode) -> bool {
         T::dsl_available(self, dsl, mode)
+    }
+
+    fn stats(&self) -> Option<PoolStats> {
+        T::stats(self)
     }
 
     fn evaluate_one(

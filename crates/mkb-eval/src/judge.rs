@@ -28,6 +28,51 @@ pub struct JudgeSpec {
     pub gpu: Option<u32>,
     /// Where the judge's stderr is appended (None: kept in memory only).
     pub log_file: Option<PathBuf>,
+    /// Where the judge's work runs: this machine, or a Ray cluster through a bridge.
+    pub backend: Backend,
+}
+
+/// Where a pool's judges run (docs/cluster.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// Judge processes on this machine (`python -m mkb_eval.judge`).
+    #[default]
+    Local,
+    /// Each judge is a bridge (`python -m mkb_eval.ray_bridge`) that speaks the same protocol
+    /// and runs the work on one judge actor of the Ray cluster at `address`: a GPU judge's
+    /// actor holds a whole GPU, a GPU-less one none. One request at a time per bridge, as for a
+    /// judge.
+    Ray { address: String },
+}
+
+impl Backend {
+    /// `backend` ("local" or "ray", default local) and the Ray cluster's `address` (required
+    /// for ray, refused for local), as an experiment's `[eval]` or `mkb eval` options give them.
+    pub fn parse(backend: Option<&str>, address: Option<&str>) -> Result<Backend, String> {
+        match (backend.unwrap_or("local"), address.map(str::trim)) {
+            ("local", None) => Ok(Backend::Local),
+            ("local", Some(_)) => {
+                Err("an address is for backend \"ray\" (the Ray cluster's head)".into())
+            }
+            ("ray", Some(a)) if !a.is_empty() => Ok(Backend::Ray {
+                address: a.to_string(),
+            }),
+            ("ray", _) => Err(
+                "backend \"ray\" needs the address of the Ray cluster (HOST:PORT of its head, or \"auto\")"
+                    .into(),
+            ),
+            (other, _) => Err(format!("{other:?}: expected \"local\" or \"ray\"")),
+        }
+    }
+
+    /// Judges per GPU: as configured locally; one on Ray, where a GPU judge's actor holds its
+    /// GPU alone.
+    pub fn judges_per_gpu(&self, configured: usize) -> usize {
+        match self {
+            Backend::Local => configured.max(1),
+            Backend::Ray { .. } => 1,
+        }
+    }
 }
 
 #[derive(Debug, Error)]
@@ -208,11 +253,30 @@ impl Judge {
     /// Start a judge and say hello (which waits for torch and the DSLs to import).
     pub async fn start(spec: &JudgeSpec, hello_timeout: Duration) -> Result<Judge, JudgeError> {
         let mut cmd = Command::new(&spec.python);
-        cmd.arg("-m")
-            .arg("mkb_eval.judge")
-            .current_dir(&spec.root)
+        match &spec.backend {
+            Backend::Local => {
+                cmd.args(["-m", "mkb_eval.judge"]);
+            }
+            Backend::Ray { address } => {
+                let role = if spec.gpu.is_some() { "gpu" } else { "cpu" };
+                cmd.args([
+                    "-m",
+                    "mkb_eval.ray_bridge",
+                    "--address",
+                    address,
+                    "--role",
+                    role,
+                ]);
+            }
+        }
+        cmd.current_dir(&spec.root)
             .env_clear()
             .envs(judge_env(spec));
+        if let Backend::Ray { .. } = spec.backend {
+            // Ray's own settings (e.g. RAY_AUTH_TOKEN) reach the bridge, never an actor's
+            // runners (their environment is allow-listed, python/mkb_eval/sandbox.py).
+            cmd.envs(std::env::vars().filter(|(k, _)| k.starts_with("RAY_")));
+        }
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -243,6 +307,7 @@ impl Judge {
                 can_run: false,
                 dsls: Default::default(),
                 sandbox: serde_json::Value::Null,
+                ray: None,
             },
             spec: spec.clone(),
         };
@@ -507,8 +572,92 @@ mod tests {
                 root,
                 gpu: None,
                 log_file: None,
+                backend: Backend::Local,
             },
         }
+    }
+
+    #[test]
+    fn backends_parse_with_clear_errors() {
+        assert_eq!(Backend::parse(None, None), Ok(Backend::Local));
+        assert_eq!(Backend::parse(Some("local"), None), Ok(Backend::Local));
+        assert_eq!(
+            Backend::parse(Some("ray"), Some(" 127.0.0.1:6379 ")),
+            Ok(Backend::Ray {
+                address: "127.0.0.1:6379".into()
+            })
+        );
+        assert!(Backend::parse(Some("ray"), None)
+            .unwrap_err()
+            .contains("needs the address"));
+        assert!(Backend::parse(Some("ray"), Some("")).is_err());
+        assert!(Backend::parse(None, Some("h:1"))
+            .unwrap_err()
+            .contains("for backend \"ray\""));
+        assert!(Backend::parse(Some("slurm"), None)
+            .unwrap_err()
+            .contains("\"slurm\""));
+        assert_eq!(Backend::Local.judges_per_gpu(2), 2);
+        assert_eq!(Backend::Local.judges_per_gpu(0), 1);
+        let ray = Backend::Ray {
+            address: "auto".into(),
+        };
+        assert_eq!(ray.judges_per_gpu(2), 1);
+    }
+
+    /// A Ray spec starts the bridge with the address and the judge's role, and hands it Ray's
+    /// variables; a local spec starts the judge (argv recorded by a stand-in interpreter).
+    #[tokio::test]
+    async fn the_backend_picks_the_command() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("argv.txt");
+        let fake = tmp.path().join("python");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho \"$@ RAY_X=$RAY_X\" >> {}\nexit 3\n",
+                out.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::env::set_var("RAY_X", "planted-ray-setting");
+        let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for (gpu, backend) in [
+            (
+                Some(0),
+                Backend::Ray {
+                    address: "127.0.0.1:6379".into(),
+                },
+            ),
+            (
+                None,
+                Backend::Ray {
+                    address: "auto".into(),
+                },
+            ),
+            (None, Backend::Local),
+        ] {
+            let spec = JudgeSpec {
+                python: fake.clone(),
+                root: repo.clone(),
+                gpu,
+                log_file: None,
+                backend,
+            };
+            assert!(Judge::start(&spec, Duration::from_secs(20)).await.is_err());
+        }
+        let lines = std::fs::read_to_string(&out).unwrap();
+        let lines: Vec<&str> = lines.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "-m mkb_eval.ray_bridge --address 127.0.0.1:6379 --role gpu RAY_X=planted-ray-setting",
+                "-m mkb_eval.ray_bridge --address auto --role cpu RAY_X=planted-ray-setting",
+                "-m mkb_eval.judge RAY_X=",
+            ]
+        );
     }
 
     #[test]
@@ -689,6 +838,7 @@ mod tests {
             root: "/repo".into(),
             gpu: None,
             log_file: None,
+            backend: Backend::Local,
         };
         let env = judge_env(&spec);
         assert!(
@@ -716,6 +866,7 @@ mod tests {
             root: repo.clone(),
             gpu,
             log_file: None,
+            backend: Backend::Local,
         };
         let cpu = judge_env(&spec(None));
         assert!(cpu

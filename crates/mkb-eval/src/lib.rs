@@ -10,7 +10,7 @@ pub mod redteam;
 pub mod spec;
 
 pub use evaluator::Evaluator;
-pub use judge::{Judge, JudgeError, JudgeSpec};
+pub use judge::{Backend, Judge, JudgeError, JudgeSpec};
 pub use pool::{EvalError, EvalPool, GpuSelection, PoolConfig, DEFAULT_JUDGES_PER_GPU};
 pub use protocol::{
     Candidate, EvalRequest, EvalResponse, Hello, KeyedReport, Limits, TimingOptions,

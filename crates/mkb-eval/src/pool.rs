@@ -9,15 +9,23 @@
 //! becomes `crashed` / `process_died`; any other failure that persists comes back as the
 //! infrastructure report itself, which callers record as "not evaluated" (never as a score).
 //! Every report leaving the pool is scrubbed of this process's secrets.
+//!
+//! Each queue keeps accounts of its judges (`stats`): busy and idle time, the time a judge sat
+//! idle while a request waited, and each request's wait for a judge ([`EvalPool::stats`]).
 
-use crate::judge::{judge_env, Judge, JudgeError, JudgeSpec};
+mod stats;
+
+pub use stats::{JudgeUse, PoolStats, QueueStats};
+
+use crate::judge::{judge_env, Backend, Judge, JudgeError, JudgeSpec};
 use crate::protocol::{Candidate, EvalRequest, EvalResponse, Hello, KeyedReport};
 use mkb_core::eval::{JUDGE_FAILED, PROCESS_DIED};
 use mkb_core::{EvalMode, EvalReport, Verdict};
+use stats::Tracker;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot, Mutex};
 
@@ -82,6 +90,9 @@ pub struct PoolConfig {
     /// Judges per GPU: one runs GPU work at a time (the judges' GPU lease, docs/evaluator.md),
     /// the others start runners and compile meanwhile. [`DEFAULT_JUDGES_PER_GPU`] unless set.
     pub judges_per_gpu: usize,
+    /// Where judges run: local processes, or bridges to a Ray cluster (one actor each; one
+    /// judge per GPU there, and `GpuSelection::Auto` means every GPU of the cluster).
+    pub backend: Backend,
 }
 
 /// Two judges per GPU: one builds while the other holds the GPU (measured on the H200,
@@ -109,14 +120,27 @@ struct Job {
     req: EvalRequest,
     reply: oneshot::Sender<Result<EvalResponse, EvalError>>,
     on_event: Option<EventSink>,
+    /// When it entered the queue.
+    submitted: Instant,
 }
 
 type Queue = Arc<Mutex<mpsc::Receiver<Job>>>;
+
+/// A queue's accounting, shared by the pool (submits) and its judges' workers (take, finish).
+type Stats = Arc<std::sync::Mutex<Tracker>>;
+
+fn lock(stats: &Stats) -> std::sync::MutexGuard<'_, Tracker> {
+    // The tracker's state stays consistent under a panic elsewhere: keep using it.
+    stats.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// A pool of judges. Cheap to clone handles are not needed: share it behind an `Arc`.
 pub struct EvalPool {
     gpu_tx: Option<mpsc::Sender<Job>>,
     cpu_tx: mpsc::Sender<Job>,
+    gpu_stats: Option<Stats>,
+    cpu_stats: Stats,
+    started: Instant,
     /// What a GPU-less judge reported at start (versions, DSL availability).
     pub cpu_hello: Hello,
     /// What the first GPU judge reported, when there is one.
@@ -128,15 +152,22 @@ impl EvalPool {
     /// Start the pool: one GPU-less judge immediately (to learn what is installed), the GPU
     /// judges when GPUs are selected (Auto: when a GPU judge says it can run kernels).
     pub async fn start(cfg: PoolConfig) -> Result<EvalPool, EvalError> {
+        let started = Instant::now();
+        // A judge's name: its log file's, `judge-<name>.log`.
+        let name_of = |gpu: Option<u32>, n: usize| match gpu {
+            Some(g) if n == 0 => format!("gpu{g}"),
+            Some(g) => format!("gpu{g}-{n}"),
+            None => format!("cpu{n}"),
+        };
         let spec_for = |gpu: Option<u32>, n: usize| JudgeSpec {
             python: cfg.python.clone(),
             root: cfg.root.clone(),
             gpu,
-            log_file: cfg.log_dir.as_ref().map(|d| match gpu {
-                Some(g) if n == 0 => d.join(format!("judge-gpu{g}.log")),
-                Some(g) => d.join(format!("judge-gpu{g}-{n}.log")),
-                None => d.join(format!("judge-cpu{n}.log")),
-            }),
+            log_file: cfg
+                .log_dir
+                .as_ref()
+                .map(|d| d.join(format!("judge-{}.log", name_of(gpu, n)))),
+            backend: cfg.backend.clone(),
         };
         let first_cpu = Judge::start(&spec_for(None, 0), cfg.start_timeout)
             .await
@@ -152,7 +183,14 @@ impl EvalPool {
                     _ => (0..count_gpus().max(1)).collect(),
                 };
                 match Judge::start(&spec_for(Some(ids[0]), 0), cfg.start_timeout).await {
-                    Ok(j) if j.hello.can_run => (ids, Some(j)),
+                    Ok(j) if j.hello.can_run => {
+                        // A Ray bridge: "auto" is one GPU judge per GPU of the cluster.
+                        let ids = match (sel, j.hello.ray_cluster_gpus()) {
+                            (GpuSelection::Auto, Some(n)) if n > 0 => (0..n).collect(),
+                            _ => ids,
+                        };
+                        (ids, Some(j))
+                    }
                     Ok(j) => {
                         if matches!(sel, GpuSelection::List(_)) {
                             return Err(EvalError::Start(format!("GPU {} was requested but the judge cannot run kernels there (gpu: {:?})", ids[0], j.hello.gpu)));
@@ -173,36 +211,51 @@ impl EvalPool {
 
         let (cpu_tx, cpu_rx) = mpsc::channel::<Job>(1024);
         let cpu_q: Queue = Arc::new(Mutex::new(cpu_rx));
+        let n_cpu = cfg.cpu_workers.max(1);
+        let cpu_stats: Stats = Arc::new(std::sync::Mutex::new(Tracker::new(
+            (0..n_cpu).map(|n| name_of(None, n)).collect(),
+            started,
+        )));
         let mut first_cpu = Some(first_cpu);
-        for n in 0..cfg.cpu_workers.max(1) {
-            tokio::spawn(worker(
-                spec_for(None, n),
-                cfg.start_timeout,
-                cpu_q.clone(),
-                first_cpu.take(),
-            ));
+        for n in 0..n_cpu {
+            let slot = LiveJudge {
+                spec: spec_for(None, n),
+                start_timeout: cfg.start_timeout,
+                judge: first_cpu.take(),
+            };
+            tokio::spawn(worker(slot, cpu_q.clone(), cpu_stats.clone(), n));
         }
-        let gpu_tx = if gpu_ids.is_empty() {
-            None
+        let (gpu_tx, gpu_stats) = if gpu_ids.is_empty() {
+            (None, None)
         } else {
             let (tx, rx) = mpsc::channel::<Job>(1024);
             let q: Queue = Arc::new(Mutex::new(rx));
+            let per_gpu = cfg.backend.judges_per_gpu(cfg.judges_per_gpu);
+            let judges: Vec<(u32, usize)> = gpu_ids
+                .iter()
+                .flat_map(|&g| (0..per_gpu).map(move |n| (g, n)))
+                .collect();
+            let stats: Stats = Arc::new(std::sync::Mutex::new(Tracker::new(
+                judges.iter().map(|&(g, n)| name_of(Some(g), n)).collect(),
+                started,
+            )));
             let mut first = first_gpu;
-            for &g in &gpu_ids {
-                for n in 0..cfg.judges_per_gpu.max(1) {
-                    tokio::spawn(worker(
-                        spec_for(Some(g), n),
-                        cfg.start_timeout,
-                        q.clone(),
-                        first.take(),
-                    ));
-                }
+            for (i, &(g, n)) in judges.iter().enumerate() {
+                let slot = LiveJudge {
+                    spec: spec_for(Some(g), n),
+                    start_timeout: cfg.start_timeout,
+                    judge: first.take(),
+                };
+                tokio::spawn(worker(slot, q.clone(), stats.clone(), i));
             }
-            Some(tx)
+            (Some(tx), Some(stats))
         };
         Ok(EvalPool {
             gpu_tx,
             cpu_tx,
+            gpu_stats,
+            cpu_stats,
+            started,
             cpu_hello,
             gpu_hello,
             gpu_ids,
@@ -215,6 +268,16 @@ impl EvalPool {
 
     pub fn gpu_ids(&self) -> &[u32] {
         &self.gpu_ids
+    }
+
+    /// How the judges were used since the pool started (module doc).
+    pub fn stats(&self) -> PoolStats {
+        let now = Instant::now();
+        PoolStats {
+            elapsed_s: (now - self.started).as_secs_f64(),
+            cpu: lock(&self.cpu_stats).report(now),
+            gpu: self.gpu_stats.as_ref().map(|s| lock(s).report(now)),
+        }
     }
 
     /// Is this DSL importable where requests of `mode` run?
@@ -258,19 +321,26 @@ impl EvalPool {
                 detail,
             });
         }
-        let tx = if req.mode.needs_gpu() {
-            self.gpu_tx.as_ref().ok_or(EvalError::NoGpu)?
+        let (tx, stats) = if req.mode.needs_gpu() {
+            (
+                self.gpu_tx.as_ref().ok_or(EvalError::NoGpu)?,
+                self.gpu_stats.as_ref().ok_or(EvalError::NoGpu)?,
+            )
         } else {
-            &self.cpu_tx
+            (&self.cpu_tx, &self.cpu_stats)
         };
         let (reply, rx) = oneshot::channel();
-        tx.send(Job {
-            req,
-            reply,
-            on_event,
-        })
-        .await
-        .map_err(|_| EvalError::Closed)?;
+        submit(
+            tx,
+            stats,
+            Job {
+                req,
+                reply,
+                on_event,
+                submitted: Instant::now(),
+            },
+        )
+        .await?;
         rx.await.map_err(|_| EvalError::Closed)?
     }
 
@@ -299,63 +369,83 @@ trait JudgeSlot {
     ) -> Result<EvalResponse, JudgeError>;
     /// Forget the judge (it died); the next `evaluate` starts a fresh one.
     fn discard(&mut self);
+    /// Stop the judge, if one runs (the pool is closing).
+    async fn shutdown(self)
+    where
+        Self: Sized,
+    {
+    }
 }
 
-struct LiveJudge<'a> {
-    spec: &'a JudgeSpec,
+/// A judge process of the pool, started when first needed.
+struct LiveJudge {
+    spec: JudgeSpec,
     start_timeout: Duration,
-    judge: &'a mut Option<Judge>,
+    judge: Option<Judge>,
 }
 
-impl JudgeSlot for LiveJudge<'_> {
+impl JudgeSlot for LiveJudge {
     async fn evaluate(
         &mut self,
         req: &EvalRequest,
         on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
     ) -> Result<EvalResponse, JudgeError> {
         if self.judge.is_none() {
-            *self.judge = Some(Judge::start(self.spec, self.start_timeout).await?);
+            self.judge = Some(Judge::start(&self.spec, self.start_timeout).await?);
         }
         let j = self.judge.as_mut().expect("started");
         j.evaluate(req, rand::random(), on_event).await
     }
     fn discard(&mut self) {
-        *self.judge = None;
+        self.judge = None;
+    }
+    async fn shutdown(self) {
+        if let Some(j) = self.judge {
+            j.shutdown().await;
+        }
     }
 }
 
-async fn worker(spec: JudgeSpec, start_timeout: Duration, queue: Queue, mut judge: Option<Judge>) {
-    loop {
-        let job = {
-            let mut q = queue.lock().await;
-            match q.recv().await {
-                Some(j) => j,
-                None => break,
-            }
-        };
+/// Put `job` on a queue and count it as waiting from now. Cancelling the caller before the job
+/// is queued leaves no trace (the slot is reserved first; counting and queueing do not wait).
+async fn submit(tx: &mpsc::Sender<Job>, stats: &Stats, mut job: Job) -> Result<(), EvalError> {
+    let permit = tx.reserve().await.map_err(|_| EvalError::Closed)?;
+    let mut tracker = lock(stats);
+    job.submitted = Instant::now();
+    tracker.submitted(job.submitted);
+    // Under the tracker's lock: no judge counts the job taken before it is counted waiting.
+    permit.send(job);
+    Ok(())
+}
+
+/// Take the next job of `queue` for judge `idx` (None: the queue is closed), counting it taken.
+async fn take(queue: &Queue, stats: &Stats, idx: usize) -> Option<Job> {
+    let job = queue.lock().await.recv().await?;
+    lock(stats).taken(idx, job.submitted, Instant::now());
+    Some(job)
+}
+
+/// Judge number `idx` of a queue: take a job, evaluate it (with retries), reply, repeat.
+async fn worker<S: JudgeSlot>(mut slot: S, queue: Queue, stats: Stats, idx: usize) {
+    while let Some(job) = take(&queue, &stats, idx).await {
         let Job {
             req,
             reply,
             mut on_event,
+            ..
         } = job;
         let mut sink = |v: &serde_json::Value| {
             if let Some(f) = on_event.as_mut() {
                 f(v)
             }
         };
-        let mut slot = LiveJudge {
-            spec: &spec,
-            start_timeout,
-            judge: &mut judge,
-        };
         let result = evaluate_with_retries(&mut slot, &req, &mut sink, INFRA_PAUSE)
             .await
             .map(scrub_response);
+        lock(&stats).finished(idx, Instant::now());
         let _ = reply.send(result);
     }
-    if let Some(j) = judge {
-        j.shutdown().await;
-    }
+    slot.shutdown().await;
 }
 
 /// No secret of this process leaves the pool in a report (a candidate may have printed one).
@@ -522,6 +612,7 @@ pub async fn check_reference_files(
         root: root.to_path_buf(),
         gpu: None,
         log_file: None,
+        backend: Backend::Local,
     };
     let mut cmd = tokio::process::Command::new(python);
     cmd.arg("-c")
@@ -813,6 +904,97 @@ mod tests {
             other => panic!("expected a rejection, got {other:?}"),
         }
         assert_eq!((slot.calls.len(), slot.discarded), (1, 0));
+    }
+
+    /// A judge of a test queue: answers every candidate `correct` after `self.0`.
+    struct SlowSlot(Duration);
+
+    impl JudgeSlot for SlowSlot {
+        async fn evaluate(
+            &mut self,
+            req: &EvalRequest,
+            _on_event: &mut (dyn FnMut(&serde_json::Value) + Send),
+        ) -> Result<EvalResponse, JudgeError> {
+            tokio::time::sleep(self.0).await;
+            Ok(EvalResponse {
+                reports: req
+                    .candidates
+                    .iter()
+                    .map(|c| {
+                        let mut r =
+                            EvalReport::infrastructure(req.mode, Verdict::Correct, "x", "m".into());
+                        r.reason = None;
+                        KeyedReport {
+                            key: c.key.clone(),
+                            report: r,
+                        }
+                    })
+                    .collect(),
+                session: serde_json::Value::Null,
+            })
+        }
+        fn discard(&mut self) {}
+    }
+
+    /// A queue whose accounts name `judges` judges, of which only the first `working` take
+    /// work (each taking `each` per request), and `n` requests submitted to it at once; returns
+    /// the queue's stats once every request was answered.
+    async fn queue_run(judges: usize, working: usize, each: Duration, n: usize) -> QueueStats {
+        let (tx, rx) = mpsc::channel::<Job>(16);
+        let queue: Queue = Arc::new(Mutex::new(rx));
+        let names = (0..judges).map(|i| format!("j{i}")).collect();
+        let stats: Stats = Arc::new(std::sync::Mutex::new(Tracker::new(names, Instant::now())));
+        for i in 0..working {
+            tokio::spawn(worker(SlowSlot(each), queue.clone(), stats.clone(), i));
+        }
+        let mut replies = Vec::new();
+        for _ in 0..n {
+            let (reply, rx) = oneshot::channel();
+            let job = Job {
+                req: request(&["a"]),
+                reply,
+                on_event: None,
+                submitted: Instant::now(),
+            };
+            submit(&tx, &stats, job).await.unwrap();
+            replies.push(rx);
+        }
+        for r in replies {
+            let resp = r.await.unwrap().unwrap();
+            assert_eq!(resp.reports[0].report.verdict, Verdict::Correct);
+        }
+        let report = lock(&stats).report(Instant::now());
+        report
+    }
+
+    /// Two judges, three requests of 300 ms at once: the third waits for a judge about 300 ms,
+    /// and no judge is idle meanwhile (both are busy).
+    #[tokio::test]
+    async fn queue_waits_are_measured_and_busy_judges_are_not_idle() {
+        let r = queue_run(2, 2, Duration::from_millis(300), 3).await;
+        assert_eq!((r.requests, r.waiting), (3, 0), "{r:?}");
+        assert!((1..=3).contains(&r.max_waiting), "{r:?}");
+        assert!(r.wait_max_s >= 0.28 && r.wait_max_s < 2.0, "{r:?}");
+        assert!(r.wait_p50_s < 0.1, "{r:?}");
+        assert!(r.idle_while_waiting_s() < 0.05, "{r:?}");
+        let busy: f64 = r.judges.iter().map(|j| j.busy_s).sum();
+        assert!(busy >= 0.88, "three requests of 300 ms: {r:?}");
+    }
+
+    /// A judge that never takes work (here: no worker behind it) is idle while requests wait
+    /// for the other one, and the stats say so.
+    #[tokio::test]
+    async fn a_judge_idle_while_a_request_waits_is_reported() {
+        let r = queue_run(2, 1, Duration::from_millis(300), 2).await;
+        assert_eq!(r.requests, 2, "{r:?}");
+        let stuck = &r.judges[1];
+        assert_eq!(stuck.busy_s, 0.0, "{r:?}");
+        assert!(
+            stuck.idle_while_waiting_s >= 0.28 && stuck.idle_while_waiting_s < 2.0,
+            "{r:?}"
+        );
+        assert!(r.judges[0].idle_while_waiting_s < 0.05, "{r:?}");
+        assert!(r.wait_max_s >= 0.28, "{r:?}");
     }
 
     #[tokio::test]

@@ -206,9 +206,20 @@ pub struct Hello {
     /// `--unsafe-no-sandbox` opt-out is in force). docs/threat-model.md.
     #[serde(default)]
     pub sandbox: serde_json::Value,
+    /// A Ray bridge's facts (docs/cluster.md): `address`, `role`, `slots` (requests it serves at
+    /// once: 1), `cluster` (`gpus`, `cpus`, `nodes`) and its actor's `placement`. Absent for a
+    /// local judge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ray: Option<serde_json::Value>,
 }
 
 impl Hello {
+    /// The GPUs of the Ray cluster a bridge's hello reports (None from a local judge).
+    pub fn ray_cluster_gpus(&self) -> Option<u32> {
+        let n = self.ray.as_ref()?.get("cluster")?.get("gpus")?.as_u64()?;
+        u32::try_from(n).ok()
+    }
+
     /// Did the judge start without the OS sandbox (the explicit opt-out)?
     pub fn sandbox_unsafe(&self) -> bool {
         self.sandbox

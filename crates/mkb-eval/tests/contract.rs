@@ -306,3 +306,91 @@ fn a_report_field_one_side_lacks_is_refused_by_name() {
     let e = EvalResponse::from_wire(&nested).unwrap_err();
     assert!(e.contains("p99_us"), "{e}");
 }
+
+/// The output-kind fixtures (python/tests/fixtures/kinds/problems: an output updated in place,
+/// one judged on its change from an input, a quantized output with its scales, a scalar output,
+/// the integer distributions with dimension-expression bounds) cross intact, and their spec
+/// bundle, committed for the Python tests (python/tests/fixtures/kinds/spec-bundle.json), is
+/// current (`MKB_BLESS=1` rewrites it).
+#[test]
+fn the_output_kinds_cross_intact() {
+    let dsls = DslRegistry::load_root(&repo()).unwrap();
+    let root = repo().join("python/tests/fixtures/kinds/problems");
+    let reg = Registry::load(&root, &dsls).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(reg.problems().len(), 2);
+    let mut sent = Vec::new();
+    let mut messages = Vec::new();
+    for p in reg.problems() {
+        let spec = ProblemSpec::from_problem(p).unwrap();
+        let req = request(&spec, dsls.dsls()[0], EvalMode::Test);
+        messages.push(json!({"op": "problem", "request": req}));
+        sent.push((p.id().to_string(), req["problem"].clone()));
+    }
+    let kinds = &sent.iter().find(|(id, _)| id == "F98").unwrap().1;
+    let outs = &kinds["outputs"];
+    assert_eq!(outs[0]["inplace"], true);
+    assert_eq!(outs[1]["delta"], "r");
+    assert_eq!(outs[2]["scale"], "s");
+    assert!(outs[3].get("inplace").is_none() && outs[3].get("scale").is_none());
+    assert_eq!(outs[6]["shape"], json!([]));
+    assert_eq!(
+        kinds["inputs"][3]["dist"],
+        json!({"kind": "randint", "lo": 0, "hi": "V"})
+    );
+    assert_eq!(
+        kinds["inputs"][5]["dist"],
+        json!({"kind": "unique", "hi": "E", "per_row": true})
+    );
+    assert_eq!(
+        kinds["inputs"][6]["dist"],
+        json!({"kind": "counts", "total": "K*T"})
+    );
+    assert_eq!(kinds["shapes"][2]["sizes"]["total"], json!([]));
+    for ((what, spec), answer) in sent.iter().zip(exchange(&messages)) {
+        assert_eq!(answer["ok"], true, "{what}: {answer}");
+        if let Some(d) = json_diff(spec, &answer["spec"], "spec") {
+            panic!("{what}: the echoed spec differs from the one sent: {d}");
+        }
+        let back: ProblemSpec = serde_json::from_value(answer["spec"].clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), *spec, "{what}");
+    }
+    // Python refuses a kind that names nothing, or a malformed bound, naming the field.
+    let spec = ProblemSpec::from_problem(reg.get("F98").unwrap()).unwrap();
+    let base = request(&spec, dsls.dsls()[0], EvalMode::Test);
+    let mut bad_delta = base.clone();
+    bad_delta["problem"]["outputs"][1]["delta"] = json!("nope");
+    let mut bad_bound = base.clone();
+    bad_bound["problem"]["inputs"][3]["dist"]["hi"] = json!("V-1");
+    let mut bad_field = base;
+    bad_field["problem"]["outputs"][0]["in_place"] = json!(true);
+    let cases = [
+        (bad_delta, "delta: no input 'nope'"),
+        (
+            bad_bound,
+            "inputs[3].dist.hi: malformed dimension expression",
+        ),
+        (bad_field, "`in_place` is unknown"),
+    ];
+    let messages: Vec<Value> = cases
+        .iter()
+        .map(|(r, _)| json!({"op": "problem", "request": r}))
+        .collect();
+    for ((_, needle), answer) in cases.iter().zip(exchange(&messages)) {
+        assert_eq!(answer["ok"], false, "{needle}: accepted: {answer}");
+        let e = answer["error"].as_str().unwrap();
+        assert!(e.contains(needle), "{needle}: {e}");
+    }
+    // The committed bundle the Python tests read.
+    let bundle = mkb_eval::SpecBundle::new(reg.problems(), Some(&repo())).unwrap();
+    let fresh = serde_json::to_string_pretty(&bundle).unwrap() + "\n";
+    let path = repo().join("python/tests/fixtures/kinds/spec-bundle.json");
+    if std::env::var_os("MKB_BLESS").is_some() {
+        std::fs::write(&path, &fresh).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == fresh,
+        "{} is out of date: run `MKB_BLESS=1 cargo test -p mkb-eval --test contract`",
+        path.display()
+    );
+}

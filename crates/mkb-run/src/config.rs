@@ -112,6 +112,13 @@ pub struct EvalConfig {
     /// overlaps, docs/evaluator.md "Several judges per GPU"). Left out of the fingerprint while unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judges_per_gpu: Option<usize>,
+    /// Where the judges run: "local" (default) or "ray" (docs/cluster.md). Never part of the
+    /// fingerprint: a run may resume on another backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// The Ray cluster of backend "ray": HOST:PORT of its head, or "auto".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
 }
 
 /// Timing sessions of a solo attempt's final kernel when `eval.timing_sessions` is unset.
@@ -131,6 +138,12 @@ impl EvalConfig {
             .unwrap_or(mkb_eval::DEFAULT_JUDGES_PER_GPU)
             .max(1)
     }
+
+    /// `backend` and `address` as the evaluator pool's backend (checked by `validate`).
+    pub fn backend(&self) -> Result<mkb_eval::Backend> {
+        mkb_eval::Backend::parse(self.backend.as_deref(), self.address.as_deref())
+            .map_err(|e| anyhow!("eval.backend: {e}"))
+    }
 }
 
 impl Default for EvalConfig {
@@ -144,6 +157,8 @@ impl Default for EvalConfig {
             final_timing: mkb_eval::TimingOptions::default(),
             timing_sessions: None,
             judges_per_gpu: None,
+            backend: None,
+            address: None,
         }
     }
 }
@@ -326,6 +341,17 @@ impl ExperimentConfig {
                 "must be positive when set".into(),
             );
         }
+        if let Err(e) =
+            mkb_eval::Backend::parse(self.eval.backend.as_deref(), self.eval.address.as_deref())
+        {
+            let local = self.eval.backend.as_deref().unwrap_or("local") == "local";
+            let field = if local && self.eval.address.is_some() {
+                "eval.address"
+            } else {
+                "eval.backend"
+            };
+            return err(field, e);
+        }
         if self.eval.timing_sessions == Some(0) {
             return err("eval.timing_sessions", "must be at least 1".into());
         }
@@ -424,7 +450,11 @@ impl ExperimentConfig {
             return fp.clone();
         }
         use sha2::{Digest, Sha256};
-        let json = serde_json::to_string(self).unwrap_or_default();
+        // Where the judges run does not change what the run computes.
+        let mut what = self.clone();
+        what.eval.backend = None;
+        what.eval.address = None;
+        let json = serde_json::to_string(&what).unwrap_or_default();
         hex::encode(Sha256::digest(json.as_bytes()))
     }
 
@@ -595,6 +625,34 @@ dir = "replay"
         let json = serde_json::to_string(&cfg).unwrap();
         for f in ["timing_sessions", "price", "max_input_tokens", "dsls"] {
             assert!(!json.contains(f), "{f} in {json}");
+        }
+    }
+
+    #[test]
+    fn the_ray_backend_is_checked_and_left_out_of_the_fingerprint() {
+        let tmp = tempfile::tempdir().unwrap();
+        let with_eval = |lines: &str| format!("{GOOD}\n[eval]\n{lines}\n");
+        let local = ExperimentConfig::load(&write(tmp.path(), GOOD)).unwrap();
+        assert_eq!(local.eval.backend().unwrap(), mkb_eval::Backend::Local);
+        let ray = with_eval("backend = \"ray\"\naddress = \"127.0.0.1:6379\"");
+        let cfg = ExperimentConfig::load(&write(tmp.path(), &ray)).unwrap();
+        assert_eq!(
+            cfg.eval.backend().unwrap(),
+            mkb_eval::Backend::Ray {
+                address: "127.0.0.1:6379".into()
+            }
+        );
+        // The same run, resumable on either backend.
+        assert_eq!(cfg.fingerprint(), local.fingerprint());
+        for (lines, field) in [
+            ("backend = \"ray\"", "eval.backend"),
+            ("backend = \"slurm\"", "eval.backend"),
+            ("address = \"127.0.0.1:6379\"", "eval.address"),
+        ] {
+            let e = ExperimentConfig::load(&write(tmp.path(), &with_eval(lines)))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(field), "{field}: {e}");
         }
     }
 

@@ -149,6 +149,7 @@ pub async fn rescore(run_dir: &Path, opts: &RescoreOptions) -> Result<RescoreSum
         log_dir: Some(run_dir.join("logs")),
         start_timeout: Duration::from_secs(300),
         judges_per_gpu: cfg.eval.judges_per_gpu(),
+        backend: cfg.eval.backend()?,
     })
     .await
     .context("starting the evaluator")?;

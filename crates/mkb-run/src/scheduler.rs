@@ -265,6 +265,7 @@ pub async fn run_experiment(cfg: ExperimentConfig, opts: &RunOptions) -> Result<
         log_dir: Some(run_dir.join("logs")),
         start_timeout: Duration::from_secs(300),
         judges_per_gpu: cfg.eval.judges_per_gpu(),
+        backend: cfg.eval.backend()?,
     })
     .await
     .context("starting the evaluator")?;
@@ -450,6 +451,7 @@ async fn run_planned<E: Evaluator + 'static>(setup: Setup<'_, E>) -> Result<RunS
         bar.inc(1);
     }
     bar.finish_with_message("");
+    record_eval_queue(&*shared.store.lock().await, &shared.pool)?;
     summary.deferred = shared.deferred.lock().await.clone();
     Ok(summary)
 }
@@ -637,7 +639,22 @@ async fn run_unit<E: Evaluator>(shared: &Shared<E>, u: &Unit) -> Result<bool> {
     let mut store = shared.store.lock().await;
     store.record_attempt(&record, &evals, skill_rec.as_ref())?;
     record_throttling(&store, &shared.providers)?;
+    record_eval_queue(&store, &shared.pool)?;
     Ok(true)
+}
+
+/// How the evaluator's judges and queues were used so far (this `mkb run` process): meta
+/// `eval_queue` (`mkb_eval::pool::PoolStats`: per judge the time idle while a request waited,
+/// and the queue waits), updated after each attempt and after the final evaluations.
+fn record_eval_queue<E: Evaluator>(store: &Store, pool: &E) -> Result<()> {
+    if let Some(stats) = pool.stats() {
+        store.set_meta("eval_queue", &serde_json::to_string(&stats)?)?;
+        tracing::debug!(
+            idle_while_waiting_s = stats.idle_while_waiting_s(),
+            "evaluator queue stats recorded"
+        );
+    }
+    Ok(())
 }
 
 /// What the providers' shared rate limits cost so far (this `mkb run` process), for `mkb status`.
@@ -1132,6 +1149,13 @@ mod tests {
         fn dsl_available(&self, dsl: Dsl, _mode: EvalMode) -> bool {
             self.missing != Some(dsl)
         }
+        /// Stats that count the requests seen, so a test can tell when they were recorded.
+        fn stats(&self) -> Option<mkb_eval::pool::PoolStats> {
+            Some(mkb_eval::pool::PoolStats {
+                elapsed_s: self.seen.lock().unwrap().len() as f64,
+                ..Default::default()
+            })
+        }
     }
 
     fn repo_root() -> PathBuf {
@@ -1259,6 +1283,10 @@ mod tests {
         assert!(!stored
             .iter()
             .any(|f| f.attempt_id == "replay-demo/A01/tirx/placebo/r0"));
+        // The evaluator's queue stats are recorded, last after the final evaluations.
+        let q: mkb_eval::pool::PoolStats =
+            serde_json::from_str(&store.meta("eval_queue").unwrap().unwrap()).unwrap();
+        assert_eq!(q.elapsed_s, seen.len() as f64);
     }
 
     #[test]

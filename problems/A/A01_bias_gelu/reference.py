@@ -1,4 +1,5 @@
-"""Reference and eager baselines for A01 bias_gelu: y = gelu_erf(x + b)."""
+"""Reference and eager baseline for A01 bias_gelu: y = gelu_erf(x + b)."""
+
 import torch
 import torch.nn.functional as F
 

@@ -1,4 +1,5 @@
-"""Reference and eager baselines for A02 bias_gelu_tanh: y = gelu_tanh(x + b)."""
+"""Reference and eager baseline for A02 bias_gelu_tanh: y = gelu_tanh(x + b)."""
+
 import torch
 import torch.nn.functional as F
 

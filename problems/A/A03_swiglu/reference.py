@@ -1,4 +1,4 @@
-"""Reference and eager baselines for A03 swiglu: y = silu(x[:, :H]) * x[:, H:]."""
+"""Reference and eager baseline for A03 swiglu: y = silu(x[:, :H]) * x[:, H:]."""
 import torch
 import torch.nn.functional as F
 

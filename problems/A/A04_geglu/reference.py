@@ -1,4 +1,5 @@
-"""Reference and eager baselines for A04 geglu: y = gelu_erf(x[:, :H]) * x[:, H:]."""
+"""Reference and eager baseline for A04 geglu: y = gelu_erf(x[:, :H]) * x[:, H:]."""
+
 import torch
 import torch.nn.functional as F
 

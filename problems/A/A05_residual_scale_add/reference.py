@@ -1,4 +1,5 @@
-"""Reference and eager baselines for A05 residual_scale_add: out = r + alpha * y."""
+"""Reference and eager baseline for A05 residual_scale_add:
+out = r + alpha * y."""
 import torch
 
 

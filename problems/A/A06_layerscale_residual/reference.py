@@ -1,4 +1,5 @@
-"""Reference and eager baselines for A06 layerscale_residual: out = r + gamma * (x + b)."""
+"""Reference and eager baseline for A06 layerscale_residual:
+out = r + gamma * (x + b)."""
 import torch
 
 

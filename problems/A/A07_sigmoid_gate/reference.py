@@ -1,4 +1,4 @@
-"""Reference and eager baselines for A07 sigmoid_gate: y = x * sigmoid(g)."""
+"""Reference and eager baseline for A07 sigmoid_gate: y = x * sigmoid(g)."""
 import torch
 
 

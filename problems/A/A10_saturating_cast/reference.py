@@ -1,4 +1,4 @@
-"""Reference and eager baselines for A10 saturating_cast: y = bf16(clamp(x * s, -448, 448))."""
+"""Reference and eager baseline for A10 saturating_cast: y = bf16(clamp(x * s, -448, 448))."""
 import torch
 
 

@@ -1,4 +1,4 @@
-"""Reference and eager baselines for A11 leaky_relu_bias_scale: y = leaky_relu(x + b, 0.01) * s."""
+"""Reference and eager baseline for A11 leaky_relu_bias_scale: y = leaky_relu(x + b, 0.01) * s."""
 import torch
 import torch.nn.functional as F
 

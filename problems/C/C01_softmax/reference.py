@@ -1,4 +1,9 @@
-"""Reference and eager baselines for C01 softmax: y[m, :] = softmax(x[m, :])."""
+"""Reference and eager baseline for C01 softmax: y[m, :] = softmax(x[m, :]).
+
+`reference` and `torch_softmax` are what the evaluator uses; the `alt_*` (independent correct
+formulations) and `wrong_*` (planted slips that must fail) functions exist for
+`mkb problems validate` ([validate] in problem.toml) and run on the CPU.
+"""
 import torch
 
 

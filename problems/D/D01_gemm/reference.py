@@ -1,4 +1,10 @@
-"""Reference and eager baselines for D01 gemm: c = a @ w^T with fp32 accumulation."""
+"""Reference and eager baselines for D01 gemm: c = a @ w^T with fp32
+accumulation and one rounding to bf16.
+
+`reference` is the contract. `linear` and `matmul` are the eager baselines timed on the GPU.
+`alt_*` are independent correct formulations (other precision or accumulation order) and
+`wrong_*` are slips a kernel engineer makes; `mkb problems validate` checks that the first pass the
+tolerance with a 4x margin and the second fail it (problem.toml, [validate])."""
 import torch
 import torch.nn.functional as F
 
