@@ -174,7 +174,10 @@ class MkbJudge:
 
         self.role = role
         self.session = judge.make_session(judge.build_parser().parse_args(judge_args))
-        self.stage = Path(tempfile.mkdtemp(prefix=f"mkb-ray-stage-{os.getpid()}-"))
+        # Copies of files this node lacks: inside the judge's scratch root, so they go with it
+        # (at shutdown, or when a later judge removes the roots of dead ones).
+        self.stage = Path(self.session.root) / "ray-stage"
+        self.stage.mkdir(exist_ok=True)
         self.placement = self._placement()
 
     def _placement(self) -> dict[str, Any]:
@@ -202,7 +205,6 @@ class MkbJudge:
 
     def close(self) -> None:
         self.session.shutdown()
-        shutil.rmtree(self.stage, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -217,6 +219,22 @@ def _log(msg: str) -> None:
     print(f"mkb_eval.ray_bridge: {msg}", file=sys.stderr, flush=True)
 
 
+class Unreachable(Exception):
+    """Nothing listens at the cluster's address."""
+
+
+def check_reachable(address: str, timeout_s: float = 10.0) -> None:
+    """Fail at once, naming the address, when nothing listens at HOST:PORT (ray.init would retry
+    for minutes). "auto" and ray:// addresses are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or address.startswith("ray://"):
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise Unreachable(f"nothing answers at {address} ({e}); is the Ray head running there?") from None
+
+
 class Bridge:
     def __init__(self, address: str, role: str, judge_args: list[str], actor_tries: int, actor_wait_s: float,
                  env: dict[str, str] | None = None) -> None:
@@ -229,6 +247,7 @@ class Bridge:
         self.actor: Any = None
         self.where: dict[str, Any] = {}
         self.lost: list[dict[str, Any]] = []  # actors that died under a request: where, why
+        check_reachable(address)
         ray.init(address=address, logging_level="WARNING", log_to_driver=True)
         # The actor class by its module's name (not __main__), so workers import it rather than
         # unpickle a copy of this file.
@@ -422,6 +441,8 @@ def main(argv: list[str] | None = None) -> int:
         bridge = Bridge(args.address, args.role, args.judge_args, args.actor_tries, args.actor_wait_s)
     except ImportError as e:
         reason = f"the Ray backend needs the ray package in {sys.executable} ({e}; docs/cluster.md)"
+    except Unreachable as e:
+        reason = f"cannot connect to the Ray cluster at {args.address}: {e}"
     except Exception as e:  # noqa: BLE001 - answer every request with the reason
         reason = (f"cannot connect to the Ray cluster at {args.address}: {type(e).__name__}: {e} (a cluster with "
                   "token authentication, Ray's default, needs RAY_AUTH_MODE=token and its token in RAY_AUTH_TOKEN "
@@ -432,14 +453,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             bridge.shutdown()
             out.close()
+    # No cluster is an infrastructure failure, not a refused request: exit without answering, so
+    # that mkb reports this judge as failed (with this line from its stderr) and retries later.
     _log(reason)
-    for line in sys.stdin:  # every request gets the reason (mkb shows hello's)
-        try:
-            rid = json.loads(line).get("id")
-        except (ValueError, AttributeError):
-            rid = None
-        out.write(json.dumps(_error(rid, reason)) + "\n")
-        out.flush()
+    out.close()
     return 3
 
 

@@ -116,6 +116,22 @@ def test_an_actor_gets_the_judge_configuration_only() -> None:
     assert "CUDA_VISIBLE_DEVICES" not in gpu  # Ray sets the actor's own GPU
 
 
+def test_an_unreachable_cluster_is_named_at_once(tmp_path: Path) -> None:
+    """Nothing listens at the address: the bridge exits at once, saying why on stderr, which mkb
+    reports as a judge that failed to start (Ray itself would retry for minutes, past mkb's
+    start-up deadline; mid-run, mkb counts a failed judge as an infrastructure failure)."""
+    need_ray()
+    port = free_port()  # bound and closed again: nothing listens there
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python"), "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "mkb_eval.ray_bridge", "--address", f"127.0.0.1:{port}", "--role",
+                        "cpu"], input='{"v": 2, "id": "h", "op": "hello"}\n', capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert r.returncode == 3 and r.stdout == "", (r.returncode, r.stdout)
+    assert f"cannot connect to the Ray cluster at 127.0.0.1:{port}: nothing answers" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 60
+
+
 # ------------------------------------------------------------------------------------------------
 # A Ray head on this machine
 

@@ -361,6 +361,19 @@ mod tests {
     }
 
     #[test]
+    fn a_ray_bridge_hello_gives_the_clusters_gpus() {
+        let local: Hello =
+            serde_json::from_value(serde_json::json!({"pid": 1, "can_run": true})).unwrap();
+        assert_eq!(local.ray_cluster_gpus(), None);
+        assert!(!serde_json::to_string(&local).unwrap().contains("ray"));
+        let bridge: Hello = serde_json::from_value(serde_json::json!({"pid": 1, "can_run": true,
+            "ray": {"address": "h:6379", "role": "gpu", "slots": 1,
+                    "cluster": {"gpus": 16, "cpus": 256, "nodes": 2}}}))
+        .unwrap();
+        assert_eq!(bridge.ray_cluster_gpus(), Some(16));
+    }
+
+    #[test]
     fn request_wire_shape() {
         let spec = a01();
         let r = EvalRequest::single(spec.dir.clone(), Dsl::TIRX, EvalMode::Bench, "/k.py".into());
