@@ -4,7 +4,7 @@
 # earlier call on the same (still warm) machine is used too, so both DSLs can be available.
 # Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
 #   scripts/h200-job.sh STEP...
-#   steps: solutions-<dsl|all>  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  sandbox  examples  replay
+#   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  sandbox  examples  replay
 #          validate-gpu[-<problems>]
 #   (<dsl>: cute or tirx)
 #   validate-gpu[-<problems>]: `mkb problems validate --device cuda` over all problems (or the
@@ -51,8 +51,9 @@ for step in "$@"; do
     solutions-*)
       # solutions-all: both DSLs in one mkb call (the other bundle unpacked by an earlier call)
       d=${step#solutions-}; dsl=(--dsl "$d"); [ "$d" = all ] && dsl=()
-      timeout $STEP_TIMEOUT $MKB solutions "${dsl[@]}" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
-        --evidence-dir "$OUT" --evidence-name "solutions-$d" ;;
+      # $SOLUTIONS_PROBLEMS: ids or family letters (default: every problem with solutions)
+      timeout $STEP_TIMEOUT $MKB solutions "${dsl[@]}" ${SOLUTIONS_PROBLEMS:-} --mode full --gpus auto --cpu-workers 4 \
+        --log-dir $LOGS/$step --evidence-dir "$OUT" --evidence-name "solutions-$d" ;;
     redteam-*)
       d=${step#redteam-}
       timeout $STEP_TIMEOUT $MKB redteam --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \

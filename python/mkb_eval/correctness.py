@@ -80,6 +80,10 @@ def declared_outputs(problem: Problem, inputs: Sequence[torch.Tensor], outputs: 
 class OutputStats:
     max_abs_err: float = 0.0
     max_err_over_bound: float = 0.0  # max |out - ref| / (atol * rms + rtol * |ref|); <= 1 passes
+    # Dequantized outputs: the same ratio with the one quantization step the bound allows taken off
+    # the error first (a valid rounding flip counts 0). The validation's margin for correct
+    # formulations (mkb_eval.validate); None where the bound has no such step.
+    max_beyond_step_over_bound: float | None = None
 
 
 @dataclass
@@ -180,6 +184,9 @@ def _compare_float(name: str, o: torch.Tensor, r: torch.Tensor, tol: Tolerance, 
     ratio = diff / torch.clamp(bound, min=torch.finfo(o.dtype).tiny)
     stats = OutputStats(max_abs_err=float(diff.max()) if diff.numel() else 0.0,
                         max_err_over_bound=float(ratio.max()) if ratio.numel() else 0.0)
+    if extra is not None:
+        beyond = (diff - extra).clamp(min=0.0) / torch.clamp(bound, min=torch.finfo(o.dtype).tiny)
+        stats.max_beyond_step_over_bound = float(beyond.max()) if beyond.numel() else 0.0
     if n_bad:
         worst = int(ratio.flatten().argmax())
         rule = f"atol {tol.atol} x rms + rtol {tol.rtol}" + (f" + {step}" if extra is not None else "")
@@ -537,6 +544,9 @@ class CorrectnessChecker:
                 cur = report.stats.setdefault(name, OutputStats())
                 cur.max_abs_err = max(cur.max_abs_err, st.max_abs_err)
                 cur.max_err_over_bound = max(cur.max_err_over_bound, st.max_err_over_bound)
+                if st.max_beyond_step_over_bound is not None:
+                    cur.max_beyond_step_over_bound = max(cur.max_beyond_step_over_bound or 0.0,
+                                                         st.max_beyond_step_over_bound)
 
     def restore_inplace(self, bufs: Buffers, clones: Sequence[torch.Tensor]) -> None:
         """Put the before-values back into the inputs a call updated in place."""

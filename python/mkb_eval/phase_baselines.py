@@ -13,7 +13,7 @@ from .problem import (
     ShapeSet,
     allocate,
 )
-from .timing import ideal_us
+from .timing import flop_rate, ideal_us
 from .timing import summarize as summarize_times
 
 
@@ -113,8 +113,10 @@ class BaselinePhase:
             return None
         bench = self.problem.benchmark_shape
         nbytes, flops = self.problem.min_bytes(bench), self.problem.flop_count(bench)
-        bw, peak = float(self.ceilings["bandwidth_bytes_per_s"]), float(self.ceilings["bf16_flops_per_s"])
-        return {"ideal_us": ideal_us(nbytes, flops, bw, peak), "bytes": nbytes, "flops": flops, "bw": bw, "peak": peak}
+        bw = float(self.ceilings["bandwidth_bytes_per_s"])
+        peak = flop_rate(self.ceilings, self.problem.flops_format)
+        return {"ideal_us": ideal_us(nbytes, flops, bw, peak), "bytes": nbytes, "flops": flops, "bw": bw, "peak": peak,
+                "flops_format": self.problem.flops_format}
 
 
 def baseline_summary(entry: dict[str, Any]) -> dict[str, Any]:

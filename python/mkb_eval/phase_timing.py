@@ -214,7 +214,7 @@ class TimingPhase:
                 f"median {med:.1f} us is below {PLAUSIBLE_FRACTION} x the roofline ideal {ideal['ideal_us']:.1f} us of "
                 f"this GPU (max of {ideal['bytes'] / 1e6:.1f} MB at {ideal['bw'] / 1e12:.2f} TB/s = "
                 f"{ideal['bytes'] / ideal['bw'] * 1e6:.1f} us and {ideal['flops'] / 1e9:.1f} GFLOP at "
-                f"{ideal['peak'] / 1e12:.0f} TFLOP/s = {ideal['flops'] / ideal['peak'] * 1e6:.1f} us): impossible")
+                f"{ideal['peak'] / 1e12:.0f} {ideal.get('flops_format', 'bf16')} TFLOP/s = {ideal['flops'] / ideal['peak'] * 1e6:.1f} us): impossible")
         if floor is not None and med < floor:
             raise CandidateFailure("incorrect", "timing_impossible", f"median {med:.1f} us is below the empty-kernel "
                                    f"floor {floor:.1f} us timed the same way: impossible")

@@ -189,6 +189,9 @@ class Problem:
     inputs: tuple[TensorDecl, ...]
     outputs: tuple[TensorDecl, ...]
     shapes: tuple[ShapeSet, ...]
+    # The tensor-core format of the declared FLOPs ("bf16" or "fp8"): which peak rate the ideal
+    # time uses. On the wire only where it is not bf16.
+    flops_format: str = "bf16"
 
     @property
     def benchmark_shape(self) -> ShapeSet:
@@ -259,7 +262,9 @@ OUTPUT_FIELDS = ("name", "dtype", "shape", "atol", "rtol")
 # The output kinds: on the wire only where set (a spec without them is what protocol 2 always sent).
 OUTPUT_OPTIONAL = ("inplace", "delta", "scale", "block")
 SHAPE_FIELDS = tuple(f.name for f in dataclasses.fields(ShapeSet))
-PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(Problem))
+PROBLEM_OPTIONAL = ("flops_format",)
+PROBLEM_FIELDS = tuple(f.name for f in dataclasses.fields(Problem) if f.name not in PROBLEM_OPTIONAL)
+FLOPS_FORMATS = ("bf16", "fp8")
 
 
 def _object(d: Any, where: str, keys: Sequence[str], optional: Sequence[str] = ()) -> Mapping[str, Any]:
@@ -373,7 +378,7 @@ def _shape_from_spec(d: Any, where: str) -> ShapeSet:
 def problem_from_spec(d: Any, base: Path | None = None) -> Problem:
     """The Problem of a spec from mkb (crates/mkb-eval/src/spec.rs ProblemSpec). Relative `dir` and
     `reference` paths (committed fixtures) are taken relative to `base`. Errors name the field."""
-    d = _object(d, "problem spec", PROBLEM_FIELDS)
+    d = _object(d, "problem spec", PROBLEM_FIELDS, PROBLEM_OPTIONAL)
     where = f"problem spec {d.get('id')!r}"
 
     def path(key: str) -> Path:
@@ -394,7 +399,9 @@ def problem_from_spec(d: Any, base: Path | None = None) -> Problem:
                      for i, t in enumerate(_list(d["inputs"], f"{where}.inputs"))),
         outputs=tuple(_tensor_from_spec(t, f"{where}.outputs[{i}]", True)
                       for i, t in enumerate(_list(d["outputs"], f"{where}.outputs"))),
-        shapes=shapes)
+        shapes=shapes, flops_format=_typed(d.get("flops_format", "bf16"), f"{where}.flops_format", str))
+    if prob.flops_format not in FLOPS_FORMATS:
+        raise ProblemError(f"{where}.flops_format: {prob.flops_format!r} is not one of {', '.join(FLOPS_FORMATS)}")
     if any(s.kind not in ("benchmark", "check") for s in shapes):
         raise ProblemError(f"{where}.shapes: a kind is \"benchmark\" or \"check\"")
     if sum(s.kind == "benchmark" for s in shapes) != 1:
@@ -428,13 +435,16 @@ def problem_to_spec(p: Problem, base: Path | None = None) -> dict[str, Any]:
             d["dist"] = t.dist.to_spec()
         return d
 
-    return {"id": p.id, "slug": p.slug, "family": p.family, "title": p.title, "dir": path(p.dir),
+    spec: dict[str, Any] = {"id": p.id, "slug": p.slug, "family": p.family, "title": p.title, "dir": path(p.dir),
             "reference": path(p.reference), "eager": list(p.eager), "compile_baseline": p.compile_baseline,
             "params": dict(p.params), "inputs": [tensor(t, False) for t in p.inputs],
             "outputs": [tensor(t, True) for t in p.outputs],
             "shapes": [{"name": s.name, "kind": s.kind, "dims": dict(s.dims),
                         "sizes": {k: list(v) for k, v in s.sizes.items()}, "bytes": s.bytes, "flops": s.flops}
                        for s in p.shapes]}
+    if p.flops_format != "bf16":
+        spec["flops_format"] = p.flops_format
+    return spec
 
 
 # ----------------------------------------------------------------------------------------------
@@ -583,7 +593,10 @@ def fill_input_(t: torch.Tensor, decl: TensorDecl, seed: int, dims: Mapping[str,
     if decl.dtype == "float8_e4m3fn":
         v.clamp_(-448.0, 448.0)
     t.copy_(v)
-    if t.numel() and not bool(t.any()):  # never all zeros (a zero input makes cheats look right)
+    # Never all zeros (a zero input makes cheats look right). float8 has no `any` on CUDA: its
+    # bits, sign dropped, are nonzero exactly where the value is.
+    nonzero = t.view(torch.uint8).bitwise_and(0x7F).any() if t.dtype == torch.float8_e4m3fn else t.any()
+    if t.numel() and not bool(nonzero):
         t.fill_(1.0)
     return {"offset": offset, "scale": scale}
 

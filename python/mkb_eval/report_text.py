@@ -86,7 +86,8 @@ class Reporting:
             ideal = self.ideal()
             if ideal is not None:
                 rep["ideal_us"] = ideal["ideal_us"]
-                rep["env"]["ceilings"] = {"bandwidth_bytes_per_s": ideal["bw"], "bf16_flops_per_s": ideal["peak"],
+                rep["env"]["ceilings"] = {"bandwidth_bytes_per_s": ideal["bw"],
+                                          f"{ideal['flops_format']}_flops_per_s": ideal["peak"],
                                           "bytes": ideal["bytes"], "flops": ideal["flops"]}
             if c.rounds:
                 srt = sorted(c.times)

@@ -263,7 +263,21 @@ def test_dequantized_compare(dtype: torch.dtype, fmax: float) -> None:
         other = (q.float() + step * torch.sign(q.float())).clamp(-127, 127).to(dtype)
     else:
         other = (q.view(torch.uint8) + step.to(torch.uint8) * (q.float().abs() < 400)).view(dtype)
-    assert compare_dequantized("q", other, q, s, s, tol, "here", block).max_err_over_bound <= 1.0
+    one = compare_dequantized("q", other, q, s, s, tol, "here", block)
+    assert 0.0 < one.max_err_over_bound <= 1.0
+    # The validation's margin excuses that one step (a valid rounding flip counts 0) ...
+    assert one.max_beyond_step_over_bound == 0.0
+    # ... but not a second one: two steps off keep one step's worth of error.
+    if dtype == torch.int8:
+        two = (q.float() + 2 * step * torch.sign(q.float())).clamp(-127, 127).to(dtype)
+    else:
+        two = (q.view(torch.uint8) + 2 * step.to(torch.uint8) * (q.float().abs() < 400)).view(dtype)
+    if dtype == torch.int8:  # int8 tolerance is the step alone: two steps are rejected outright
+        with pytest.raises(CandidateFailure):
+            compare_dequantized("q", two, q, s, s, tol, "here", block)
+    else:
+        st2 = compare_dequantized("q", two, q, s, s, tol, "here", block)
+        assert st2.max_beyond_step_over_bound is not None and st2.max_beyond_step_over_bound > 0.25
     # A wrong scale: q quantized with the right one, s reported with another constant; or q
     # quantized with a scale of the wrong format (448 vs 127).
     with pytest.raises(CandidateFailure, match="dequantized with s") as ei:

@@ -243,3 +243,21 @@ def test_fill_fast_is_deterministic_per_label() -> None:
     assert not torch.equal(other[0], a[0])
     x = a[0].float()
     assert 0.2 < float(x.std()) < 5.0 and bool(torch.isfinite(x).all())
+
+
+def test_flops_format_is_optional_checked_and_written_back() -> None:
+    from mkb_eval.timing import flop_rate
+
+    d = a01_spec()
+    assert problem_from_spec(d).flops_format == "bf16" and "flops_format" not in problem_to_spec(problem_from_spec(d))
+    d["flops_format"] = "fp8"
+    p = problem_from_spec(d)
+    assert p.flops_format == "fp8" and problem_to_spec(p)["flops_format"] == "fp8"
+    d["flops_format"] = "fp4"
+    with pytest.raises(ProblemError, match="flops_format"):
+        problem_from_spec(d)
+    # The ideal time's peak: the measured fp8 rate, else twice the bf16 one; bf16 problems use bf16.
+    c = {"bandwidth_bytes_per_s": 4e12, "bf16_flops_per_s": 7e14}
+    assert flop_rate(c, "bf16") == 7e14 and flop_rate(c, "fp8") == 1.4e15
+    assert flop_rate({**c, "fp8_flops_per_s": 1.3e15}, "fp8") == 1.3e15
+    assert flop_rate({**c, "fp8_flops_per_s": None}, "fp8") == 1.4e15

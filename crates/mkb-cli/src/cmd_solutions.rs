@@ -4,7 +4,7 @@
 
 use crate::cmd_eval::{describe, PoolArgs};
 use crate::common::Context;
-use crate::evidence::{phases_line, solutions_markdown, write_evidence};
+use crate::evidence::{phases_line, solutions_markdown, solutions_summary, write_evidence};
 use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use mkb_core::{Dsl, EvalReport};
@@ -95,7 +95,11 @@ pub async fn solutions(ctx: &Context, args: SolutionsArgs) -> Result<ExitCode> {
             mode,
             &rows,
             &skipped,
-            &solutions_markdown(&rows),
+            &format!(
+                "{}\n{}",
+                solutions_summary(&rows),
+                solutions_markdown(&rows)
+            ),
         )?;
     }
     Ok(if all_ok {

@@ -637,6 +637,12 @@ pub fn load_problem(dir: &Path, dsls: &DslRegistry) -> Result<Problem, Vec<LoadE
             "required: the minimal bytes one call moves as an expression over the dims (each input read once, each output written once), e.g. \"4*T*H + 2*H\"".into(),
         ));
     }
+    if file.flops_format.is_some() && file.flops.is_none() {
+        errors.push(err(
+            "flops_format",
+            "says which tensor cores run the FLOPs, but the problem declares no `flops`".into(),
+        ));
+    }
     for (field, expr) in [("flops", &file.flops), ("bytes", &file.bytes)] {
         let Some(expr) = expr else { continue };
         for s in &file.shapes {
@@ -1110,6 +1116,28 @@ dims = { T = 333, H = 1000 }
         assert!(
             errs.iter()
                 .any(|e| e.field == "inputs[1].dist" && e.message.contains("randint")),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn flops_format_needs_flops_and_a_known_format() {
+        let errs = errors_for(&GOOD.replace(
+            "bytes = \"4*T*H + 2*H\"\n",
+            "bytes = \"4*T*H + 2*H\"\nflops_format = \"fp8\"\n",
+        ));
+        assert!(
+            errs.iter()
+                .any(|e| e.field == "flops_format" && e.message.contains("no `flops`")),
+            "{errs:?}"
+        );
+        let errs = errors_for(&GOOD.replace(
+            "bytes = \"4*T*H + 2*H\"\n",
+            "bytes = \"4*T*H + 2*H\"\nflops = \"2*T*H\"\nflops_format = \"fp4\"\n",
+        ));
+        assert!(
+            errs.iter()
+                .any(|e| e.to_string().contains("fp4") && e.path.ends_with("problem.toml")),
             "{errs:?}"
         );
     }

@@ -310,8 +310,9 @@ pub fn static_checks(p: &Problem, dsls: &DslRegistry, command: bool) -> Vec<Chec
             format!(">= {MIN_IDEAL_US} us"),
             us >= MIN_IDEAL_US,
             format!(
-                "benchmark shape {:?}: max(bytes / copy rate, flops / bf16 rate)",
-                bench.name
+                "benchmark shape {:?}: max(bytes / copy rate, flops / {} rate)",
+                bench.name,
+                p.flops_format().as_str()
             ),
         ),
         Err(e) => CheckRow::new(id, "ideal_time", None, ">= 40 us", false, e),

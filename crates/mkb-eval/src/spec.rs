@@ -6,7 +6,7 @@
 //! `mkb problems spec` prints the same objects for the Python tools that run without `mkb`'s
 //! pool (python -m mkb_eval.cli, .redteam, .throughput, .selfcheck).
 
-use mkb_core::model::{DType, Distribution, Family, Param, Problem, ShapeKind};
+use mkb_core::model::{DType, Distribution, Family, FlopsFormat, Param, Problem, ShapeKind};
 use mkb_core::registry::load_problem;
 use mkb_core::{DslRegistry, EvalMode, EvalReport, Registry, PROTOCOL_VERSION};
 use serde::{Deserialize, Serialize};
@@ -33,6 +33,14 @@ pub struct ProblemSpec {
     pub inputs: Vec<InputSpec>,
     pub outputs: Vec<OutputSpec>,
     pub shapes: Vec<ShapeSpec>,
+    /// The tensor-core format of the FLOPs (`"fp8"`); on the wire only where it is not bf16, so
+    /// the spec of every other problem is what protocol 2 always sent.
+    #[serde(default, skip_serializing_if = "is_bf16")]
+    pub flops_format: FlopsFormat,
+}
+
+fn is_bf16(f: &FlopsFormat) -> bool {
+    *f == FlopsFormat::Bf16
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,6 +176,7 @@ impl ProblemSpec {
                 })
                 .collect(),
             shapes,
+            flops_format: p.flops_format(),
         })
     }
 
@@ -298,6 +307,31 @@ mod tests {
             PathBuf::from("problems/D/D01_gemm/reference.py")
         );
         assert!(s.shapes.iter().all(|x| x.flops > 0));
+    }
+
+    #[test]
+    fn fp8_flops_are_on_the_wire_and_halve_the_ideal_compute_time() {
+        let root = repo().canonicalize().unwrap();
+        let d11 = load(&root.join("problems/D/D11_gemm_fp8")).unwrap();
+        assert_eq!(d11.flops_format, FlopsFormat::Fp8);
+        let wire = serde_json::to_value(&d11).unwrap();
+        assert_eq!(wire["flops_format"], "fp8");
+        // A bf16 problem's spec has no such field (what protocol 2 always sent).
+        let d01 = serde_json::to_value(load(&root.join("problems/D/D01_gemm")).unwrap()).unwrap();
+        assert!(d01.get("flops_format").is_none(), "{d01}");
+        // The size rule counts D11's FLOPs at the fp8 rate: half the bf16 time.
+        let dsls = DslRegistry::load_root(&root).unwrap();
+        let p = load_problem(&root.join("problems/D/D11_gemm_fp8"), &dsls).unwrap();
+        let bench = p.benchmark_shape();
+        let flops =
+            mkb_core::shape::eval_sum_of_products(p.file.flops.as_deref().unwrap(), &bench.dims)
+                .unwrap();
+        let us = p.ideal_us(bench).unwrap();
+        assert!(
+            (us - flops / mkb_core::model::H200_FP8_FLOPS * 1e6).abs() < 1e-6,
+            "{us}"
+        );
+        assert!(us < flops / mkb_core::model::H200_BF16_FLOPS * 1e6 * 0.51);
     }
 
     #[test]

@@ -14,5 +14,7 @@ def reference(a: torch.Tensor, w: torch.Tensor, r: torch.Tensor, out: torch.Tens
 
 
 def addmm(a: torch.Tensor, w: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-    """Eager baseline: one cuBLAS call with beta = 1 (the residual added in its fp32 epilogue)."""
+    """Eager baseline: one cuBLAS call with beta = 1. On the H200 it misses the single-rounding
+    bound where the product and r nearly cancel (a second rounding in the epilogue), so it is
+    timed but not a correct formulation (waived in problem.toml)."""
     return torch.addmm(r, a, w.t())

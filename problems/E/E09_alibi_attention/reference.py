@@ -53,11 +53,3 @@ def sdpa_alibi_bias(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: fl
     out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
                                          attn_mask=bias.unsqueeze(0), scale=scale)
     return out.transpose(1, 2)
-
-
-def sdpa_alibi_bias_fp32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> torch.Tensor:
-    """Eager baseline: the same with the bias kept in fp32 (an fp32 attn_mask with bf16 q, k, v)."""
-    bias = _bias(alibi_slopes(q.shape[2]), q.shape[1], torch.float32, q.device)
-    out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                                         attn_mask=bias.unsqueeze(0), scale=scale)
-    return out.transpose(1, 2)

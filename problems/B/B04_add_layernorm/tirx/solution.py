@@ -1,0 +1,212 @@
+"""B04 add_layernorm, TIRx (tvm_tirx 0.1.0a4) expert solution: r_out = x + r,
+y = (r_out - mean) * rsqrt(var + eps) * w + b.
+
+bf16 in and out, fp32 math; one read of x and r, one write of y and r_out (the memory-bound
+minimum), one kernel:
+
+* One CTA per row; x and r are loaded once into registers with 16-byte
+  ``ld.global.nc.L1::no_allocate.v4.b32`` loads (8 bf16 each; H % 8 == 0 and 16-byte aligned
+  rows are guaranteed). Each thread keeps VPT vectors of each (vector k of a thread is number
+  tid + k * THREADS of the row, so every load instruction of a warp covers 512 contiguous
+  bytes). All loads, including the thread's weight and bias vectors (``ld.global.nc``: w and b
+  are re-read by every row and stay in L1/L2), are issued before any math.
+* r_out = x + r: the fp32 sum of two bf16 values is exact, rounded once to bf16
+  (``cvt.rn.bf16x2.f32``): the same bits as any correct implementation. It is stored at once
+  (``st.global.v4.b32``), so its write overlaps the row reductions.
+* y is the LayerNorm of that stored bf16 value (the reference's rule), with exact two-pass
+  statistics from the registers: the row sum, then the sum of (r_out - mean)^2, each reduced
+  in fp32 with warp shuffles + one shared-memory CTA step (``T.cuda.cta_sum``, one scratch
+  buffer per reduction: it ends without a barrier). Biased variance; rstd = rsqrt(var + eps)
+  (hardware rsqrt.approx); y = ((r_out - mean) * rstd) * w + b, one rounding to bf16.
+* Shapes are static per build: THREADS and VPT come from H (about VPT_TARGET = 4 vectors =
+  32 elements = 64 bytes per thread and tensor; H = 4096 -> 128 threads (4 warps),
+  H = 1000 -> 32 threads, one warp reducing with shuffles only). Tail vectors (H / 8 not a
+  multiple of THREADS) are predicated: the vectors past the row end are zero for the sum,
+  masked out of the centered sum, neither loaded nor stored.
+* Unmeasured. Speed knob: VPT_TARGET (2 gives 256-thread CTAs with fewer registers per
+  thread and more CTAs per SM; 4 keeps more bytes in flight per thread).
+* Int32 indexing: T * H must stay below 2^31.
+"""
+import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
+import tvm_tirx
+from tvm_tirx.script import tirx as T
+from tvm_tirx.target import Target
+
+VEC = 8  # bf16 per 16-byte vector
+VPT_TARGET = 4  # vectors per thread aimed for (32 elements, 64 bytes of the row per thread)
+MAX_THREADS = 1024
+MAX_VPT = 16  # beyond this the row would no longer fit in registers comfortably
+X_LOAD = "ld.global.nc.L1::no_allocate.v4.b32"  # read once: no L1 allocation
+W_LOAD = "ld.global.nc.v4.b32"  # re-read by every row: let it live in L1
+Y_STORE = "st.global.v4.b32"
+
+
+def _lo(w):
+    """fp32 value of the low bf16 of a packed pair."""
+    return T.reinterpret(w << T.uint32(16), ty="float32")
+
+
+def _hi(w):
+    """fp32 value of the high bf16 of a packed pair."""
+    return T.reinterpret(w & T.uint32(0xFFFF0000), ty="float32")
+
+
+def _tree(vals):
+    """Balanced sum of a Python list of expressions (short dependency chains)."""
+    while len(vals) > 1:
+        nxt = [vals[i] + vals[i + 1] for i in range(0, len(vals) - 1, 2)]
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals = nxt
+    return vals[0]
+
+
+def plan(nv: int):
+    """(threads, vectors per thread) for a row of nv 16-byte vectors."""
+    threads = -(-nv // VPT_TARGET)
+    # power-of-two warp count (cta_reduce needs it), at least one warp
+    warps = 1
+    while warps * 32 < threads and warps * 32 < MAX_THREADS:
+        warps *= 2
+    threads = warps * 32
+    vpt = -(-nv // threads)
+    return threads, vpt
+
+
+def _centered_sumsq(xv, m, tid, threads, nv, vpt):
+    """Parse-time expression: sum over a thread's valid vectors of (x - m)^2 (fp32).
+
+    Vector k of the thread is valid when tid + k * threads < nv; slots below nv // threads are
+    valid for every thread and need no mask.
+    """
+    full = nv // threads
+    parts = []
+    for k in range(vpt):
+        part = _tree([
+            (_lo(xv[4 * k + j]) - m) * (_lo(xv[4 * k + j]) - m)
+            + (_hi(xv[4 * k + j]) - m) * (_hi(xv[4 * k + j]) - m)
+            for j in range(4)
+        ])
+        if k >= full:
+            part = T.if_then_else(tid + k * threads < nv, part, T.float32(0.0))
+        parts.append(part)
+    return _tree(parts)
+
+
+def make_kernel(rows: int, hidden: int, eps: float):
+    """Residual add + LayerNorm over the last axis of static [rows, hidden] bf16 matrices."""
+    assert hidden % VEC == 0, "H must be a multiple of 8"
+    assert rows * hidden < 2**31, "int32 indexing"
+    NV = hidden // VEC
+    THREADS, VPT = plan(NV)
+    assert VPT <= MAX_VPT, f"H={hidden} too long for the register-resident row"
+    WARPS = THREADS // 32
+    FULL = NV // THREADS  # vector slots valid for every thread
+    TT = rows
+    H = hidden
+    INV_H = 1.0 / hidden
+
+    @T.function
+    def add_layernorm(
+        X: T.Tensor((TT, H), T.bfloat16),
+        R: T.Tensor((TT, H), T.bfloat16),
+        W: T.Tensor((H,), T.bfloat16),
+        B: T.Tensor((H,), T.bfloat16),
+        Y: T.Tensor((TT, H), T.bfloat16),
+        RO: T.Tensor((TT, H), T.bfloat16),
+    ):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=TT, block=THREADS))
+        row = T.cuda.block_idx("x")
+        tid = T.cuda.thread_idx("x")
+        # one scratch buffer per reduction (cta_sum returns scratch[0] with no trailing barrier)
+        red_sum = T.alloc_shared((WARPS,), "float32")
+        red_var = T.alloc_shared((WARPS,), "float32")
+        xv = T.alloc_local((VPT * 4,), "uint32")
+        rv = T.alloc_local((VPT * 4,), "uint32")
+        sv = T.alloc_local((VPT * 4,), "uint32")
+        wv = T.alloc_local((VPT * 4,), "uint32")
+        bv = T.alloc_local((VPT * 4,), "uint32")
+        ov = T.alloc_local((4,), "uint32")
+        mean = T.alloc_local((1,), "float32")
+        acc = T.alloc_local((1,), "float32")
+
+        # 1. load x, r and the matching weight and bias vectors (all loads before any use)
+        for k in T.unroll(VPT):
+            if k < FULL or tid + k * THREADS < NV:
+                T.ptx[X_LOAD](
+                    xv[4 * k], xv[4 * k + 1], xv[4 * k + 2], xv[4 * k + 3],
+                    X.ptr_to([row, (tid + k * THREADS) * VEC]),
+                )
+                T.ptx[X_LOAD](
+                    rv[4 * k], rv[4 * k + 1], rv[4 * k + 2], rv[4 * k + 3],
+                    R.ptr_to([row, (tid + k * THREADS) * VEC]),
+                )
+                T.ptx[W_LOAD](
+                    wv[4 * k], wv[4 * k + 1], wv[4 * k + 2], wv[4 * k + 3],
+                    W.ptr_to([(tid + k * THREADS) * VEC]),
+                )
+                T.ptx[W_LOAD](
+                    bv[4 * k], bv[4 * k + 1], bv[4 * k + 2], bv[4 * k + 3],
+                    B.ptr_to([(tid + k * THREADS) * VEC]),
+                )
+
+        # 2. new residual: exact fp32 sum, one rounding to bf16, stored at once
+        for k in T.unroll(VPT):
+            if k < FULL or tid + k * THREADS < NV:
+                for j in T.unroll(4):
+                    i = 4 * k + j
+                    T.ptx.cvt.rn.bf16x2.f32(
+                        sv[i], _hi(xv[i]) + _hi(rv[i]), _lo(xv[i]) + _lo(rv[i])
+                    )
+                T.ptx[Y_STORE](
+                    RO.ptr_to([row, (tid + k * THREADS) * VEC]),
+                    sv[4 * k], sv[4 * k + 1], sv[4 * k + 2], sv[4 * k + 3],
+                )
+            else:
+                for j in T.unroll(4):
+                    sv[4 * k + j] = T.uint32(0)
+
+        # 3. mean of the stored (bf16) residual
+        acc[0] = _tree([_lo(sv[i]) + _hi(sv[i]) for i in range(VPT * 4)])
+        if T.constexpr(WARPS == 1):
+            total = T.cuda.warp_sum(acc[0])
+        else:
+            total = T.cuda.cta_sum(acc[0], WARPS, red_sum.data)
+        mean[0] = total * T.float32(INV_H)
+
+        # 4. biased variance from the centered values (tail vectors masked out)
+        acc[0] = _centered_sumsq(sv, mean[0], tid, THREADS, NV, VPT)
+        if T.constexpr(WARPS == 1):
+            ssd = T.cuda.warp_sum(acc[0])
+        else:
+            ssd = T.cuda.cta_sum(acc[0], WARPS, red_var.data)
+        acc[0] = T.rsqrt(ssd * T.float32(INV_H) + T.float32(eps))
+
+        # 5. normalize, affine, one rounding to bf16, store y
+        for k in T.unroll(VPT):
+            if k < FULL or tid + k * THREADS < NV:
+                for j in T.unroll(4):
+                    i = 4 * k + j
+                    y_lo = ((_lo(sv[i]) - mean[0]) * acc[0]) * _lo(wv[i]) + _lo(bv[i])
+                    y_hi = ((_hi(sv[i]) - mean[0]) * acc[0]) * _hi(wv[i]) + _hi(bv[i])
+                    T.ptx.cvt.rn.bf16x2.f32(ov[j], y_hi, y_lo)
+                T.ptx[Y_STORE](Y.ptr_to([row, (tid + k * THREADS) * VEC]), ov[0], ov[1], ov[2], ov[3])
+
+    return add_layernorm
+
+
+def build(spec):
+    """Compile for spec's static (T, H) and return run(x, r, w, b, y, r_out)."""
+    rows = int(spec.dims["T"])
+    hidden = int(spec.dims["H"])
+    eps = float(spec.params["eps"])
+    kernel = make_kernel(rows, hidden, eps)
+    target = Target({"kind": "cuda", "arch": "sm_90a"})
+    ex = tvm_tirx.tirx.compile(kernel, target=target)
+    fn = ex["add_layernorm"]
+
+    def run(x, r, w, b, y, r_out):
+        fn(x, r, w, b, y, r_out)
+
+    run.module = ex  # keep the compiled module alive with the launcher
+    return run
