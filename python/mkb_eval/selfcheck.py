@@ -5,6 +5,11 @@ one), and prints a compact table; --out writes every report as JSON.
     python -m mkb_eval.selfcheck                       # all solutions + fixtures, full mode
     python -m mkb_eval.selfcheck --only A01 --mode test --out bench/h200/selfcheck.json
     python -m mkb_eval.selfcheck --sandbox --out bench/h200/sandbox-selfcheck.json
+    python -m mkb_eval.selfcheck --variants tune --only tune/ --mode bench   # variants of experts
+
+--variants DIR adds every DIR/<problem folder>/<dsl>/<name>.py (e.g. a solution with other tile
+sizes) as a target labelled `tune/<problem folder>/<dsl>/<name>`: one judge times many versions
+of a kernel in one process, for tuning on a GPU whose time is scarce.
 
 --sandbox checks the OS sandbox (docs/threat-model.md) instead: the judge reports bubblewrap (not
 the unsafe opt-out); the A01 expert solutions of every available DSL are still `correct` in full
@@ -46,6 +51,19 @@ def find_targets(problems: Path, include_fixtures: bool) -> list[tuple[str, Path
     return out
 
 
+def find_variants(problems: Path, variants: Path) -> list[tuple[str, Path, str, Path]]:
+    """(label, problem dir, dsl, candidate) for every variants/<problem folder>/<dsl>/<name>.py whose
+    problem folder exists under problems/ and whose DSL is registered."""
+    registered = dsl_names()
+    folders = {d.name: d for d in problems.glob("*/*") if d.is_dir()}
+    out = []
+    for f in sorted(variants.glob("*/*/*.py")):
+        folder, dsl = f.parents[1].name, f.parent.name
+        if folder in folders and dsl in registered:
+            out.append((f"tune/{folder}/{dsl}/{f.stem}", folders[folder], dsl, f))
+    return out
+
+
 def fmt(x: Any, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
@@ -61,11 +79,11 @@ def row_of(label: str, dsl: str, rep: dict[str, Any], seconds: float) -> dict[st
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = (f"{'target':36} {'verdict':20} {'reason':20} {'median_us':>10} {'iqr':>7} {'t_ref_us':>9} "
+    head = (f"{'target':44} {'verdict':20} {'reason':20} {'median_us':>10} {'iqr':>7} {'t_ref_us':>9} "
             f"{'x_eager':>8} {'x_comp':>7} {'floor':>6} {'build_s':>7}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['target']:36} {r['verdict'] or '-':20} {(r['reason'] or '-')[:20]:20} "
+        lines.append(f"{r['target']:44} {r['verdict'] or '-':20} {(r['reason'] or '-')[:20]:20} "
                      f"{fmt(r['median_us']):>10} {fmt(r['iqr_us']):>7} {fmt(r['t_ref_us']):>9} "
                      f"{fmt(r['speedup_eager'], '.2f'):>8} {fmt(r['speedup_compile'], '.2f'):>7} "
                      f"{fmt(r['floor_us']):>6} {fmt(r['compile_s'], '.1f'):>7}")
@@ -127,10 +145,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--judge-arg", action="append", default=[])
     ap.add_argument("--sandbox", action="store_true", help="check the OS sandbox instead (see above)")
+    ap.add_argument("--variants", type=Path, help="also evaluate DIR/<problem folder>/<dsl>/<name>.py (see above)")
     args = ap.parse_args(argv)
     if args.sandbox:
         return sandbox_check(args)
     targets = find_targets(args.problems, not args.no_fixtures)
+    if args.variants is not None:
+        targets += find_variants(args.problems, args.variants)
     if args.only:
         targets = [t for t in targets if args.only in t[0]]
     if not targets:

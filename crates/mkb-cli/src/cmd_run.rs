@@ -7,6 +7,7 @@ use anyhow::{anyhow, Context as _, Result};
 use clap::Args;
 use mkb_agent::provider::ThrottleStats;
 use mkb_core::Condition;
+use mkb_eval::pool::PoolStats;
 use mkb_run::scheduler::plan;
 use mkb_run::{run_experiment, ExperimentConfig, RunOptions};
 use mkb_store::{AttemptRecord, FinalEvalRecord, SkillRecord, Store};
@@ -277,6 +278,14 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
             .with_context(|| format!("{}: the store's throttle record", dir.display()))?,
         None => BTreeMap::new(),
     };
+    // The evaluator's queues (the last `mkb run` process): waits and judges idle beside work.
+    let eval_queue: Option<PoolStats> = match store.meta("eval_queue")? {
+        Some(t) => Some(
+            serde_json::from_str(&t)
+                .with_context(|| format!("{}: the store's eval_queue record", dir.display()))?,
+        ),
+        None => None,
+    };
     if args.json {
         let v = serde_json::json!({
             "run": cfg.name, "dir": dir, "attempts_done": attempts.len(), "attempts_planned": units.len(),
@@ -288,6 +297,7 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
             "provenance": store.meta("provenance")?.and_then(|p| serde_json::from_str::<serde_json::Value>(&p).ok()),
             "flagged_skills": flagged.iter().map(|s| serde_json::json!({"id": s.id, "flags": s.flags})).collect::<Vec<_>>(),
             "throttle": throttle,
+            "eval_queue": eval_queue,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
@@ -302,6 +312,20 @@ pub fn status(ctx: &Context, args: StatusArgs) -> Result<ExitCode> {
             "provider limits, {model}: {} requests, {} waited ({:.1} s in all), {} answered 429, {} tokens",
             t.requests, t.waits, t.waited_s, t.rate_limited, t.tokens
         );
+    }
+    if let Some(q) = &eval_queue {
+        for (name, qs) in [("gpu", q.gpu.as_ref()), ("cpu", Some(&q.cpu))] {
+            let Some(qs) = qs else { continue };
+            println!(
+                "evaluator queue, {name}: {} requests, wait p50 {:.1} s / p95 {:.1} s / max {:.1} s, at most {} waiting, judges idle while work waited {:.1} s",
+                qs.requests,
+                qs.wait_p50_s,
+                qs.wait_p95_s,
+                qs.wait_max_s,
+                qs.max_waiting,
+                qs.idle_while_waiting_s()
+            );
+        }
     }
     println!("skills: {} ({} flagged)", skills.len(), flagged.len());
     for s in &flagged {

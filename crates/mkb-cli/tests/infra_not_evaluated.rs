@@ -137,6 +137,12 @@ fn a_persistent_infrastructure_failure_is_not_evaluated_never_a_score() {
         .find(|l| l.starts_with("provider limits, "))
         .unwrap_or_else(|| panic!("no provider-limits line: {st}"));
     assert!(!line.contains(": 0 requests"), "{line}");
+    // The evaluator queue's record reaches it too: the GPU-less queue took the nine tries.
+    let q = st
+        .lines()
+        .find(|l| l.starts_with("evaluator queue, cpu: "))
+        .unwrap_or_else(|| panic!("no evaluator-queue line: {st}"));
+    assert!(!q.contains(": 0 requests"), "{q}");
     let analyze = mkb(&py).arg("analyze").arg(&run_dir).output().unwrap();
     assert!(!analyze.status.success(), "no attempt has a result yet");
     assert!(
