@@ -402,7 +402,8 @@ def perturb_(t: torch.Tensor, dist: Distribution, dtype: str, rng: random.Random
     """Change up to `k` elements of input `t` in place, keeping it inside its (resolved) distribution:
     randint draws another value of [lo, hi); unique moves an element to a value its row (or the
     tensor) does not hold, or swaps two elements where none is free; counts moves one unit from one
-    element to another (the sum stays); floats move by 3 + |x| (e4m3 kept in range)."""
+    element to another (the sum stays); uniform floats move within [lo, hi] (the mirror image about its
+    centre, or half the range away); other floats move by 3 + |x| (e4m3 kept in range)."""
     n = t.numel()
     flat = t.view(-1)
     if dist.kind == "unique":
@@ -446,6 +447,16 @@ def perturb_(t: torch.Tensor, dist: Distribution, dtype: str, rng: random.Random
                 continue
             v = lo + rng.randrange(n_choices)
             flat[p] = v + int(inside and v >= old)
+        elif dist.kind == "uniform":
+            # Inside the declared range: a value outside it (a negative variance, a scale of the
+            # wrong sign) is not an input the problem admits, and its reference may be NaN. The
+            # mirror image about the centre, or half the range away where that is too close.
+            lo, hi = float(dist.lo), float(dist.hi)
+            old_f = float(flat[p].float().item())
+            new = lo + hi - old_f
+            if abs(new - old_f) < (hi - lo) / 4:
+                new = old_f + (hi - lo) / 2 * (1 if old_f < (lo + hi) / 2 else -1)
+            flat[p] = min(hi, max(lo, new))
         else:
             old_f = float(flat[p].float().item())
             new = old_f + (3.0 + abs(old_f)) * (1 if rng.random() < 0.5 else -1)

@@ -252,3 +252,27 @@ def test_compare_output_details() -> None:
     with pytest.raises(CandidateFailure) as ei:
         compare_output("i", un, ints, Tolerance(0, 0), "here")
     assert ei.value.reason == "unwritten_output"
+
+
+def test_perturbation_keeps_uniform_inputs_in_their_range() -> None:
+    """A perturbed uniform input stays inside [lo, hi]: B10's running variances in [0, 1e-4] moved
+    by 3 + |x| went negative, the reference became NaN and every correct kernel failed."""
+    import random
+
+    from mkb_eval.correctness import perturb_
+    from mkb_eval.problem import Distribution
+
+    dist = Distribution(kind="uniform", lo=0.0, hi=1e-4, jitter=False)
+    g = torch.Generator().manual_seed(3)
+    t = torch.rand(1000, generator=g) * 1e-4
+    before = t.clone()
+    perturb_(t, dist, "float32", random.Random(1), k=8)
+    changed = (t != before).nonzero().flatten()
+    assert len(changed) == 8
+    assert float(t.min()) >= 0.0 and float(t.max()) <= 1e-4
+    # Each moved element moved by at least a quarter of the range.
+    assert float((t[changed] - before[changed]).abs().min()) >= 0.25e-4 - 1e-12
+    # Unbounded (normal) inputs still move by 3 + |x|.
+    n = torch.zeros(100)
+    perturb_(n, Distribution(kind="normal"), "float32", random.Random(2), k=4)
+    assert int((n.abs() >= 3.0).sum()) == 4

@@ -1,0 +1,336 @@
+"""B12 rmsnorm_backward, TIRx (tvm_tirx 0.1.0a4) expert solution: dx (bf16) and dw (fp32) of
+y = x * rstd * w, rstd = rsqrt(mean(x^2) + eps) recomputed from x.
+
+Two kernels per call; one read of dy and x, one write of dx (the memory-bound minimum), plus a
+small fp32 scratch of per-CTA partial dw sums:
+
+* Kernel 1 (rows), persistent: G CTAs, BPS per SM (NSM = 132 SMs, BPS = RES_THREADS / THREADS),
+  compiled with ``__launch_bounds__(THREADS, BPS)`` (at most 128 registers; ptxas 13 on this
+  code: 91, no spills, at H = 4096) so that all G CTAs are resident at once (one wave).
+  Rows are dealt out in a fixed pattern: CTA b handles rows b, b + G, b + 2G, ... with
+  G = ceil(T / R), R = ceil(T / (NSM * BPS)), so every CTA gets R or R - 1 rows
+  (benchmark: 256 threads, BPS = 2, G = 261, R = 63).
+* Loads: dy and x go global -> shared with 16-byte ``cp.async.cg`` (L2 only) into a ring of
+  STAGES row slots per CTA (as many as 160 KB of shared memory per SM allows, at most 8:
+  5 slots of 16 KB at H = 4096), one commit group per row, so STAGES - 1 rows per CTA
+  (8 per SM, 128 KB at H = 4096) are in flight while a row is reduced: the register file
+  holds no in-flight data, and the row barrier never drains the memory pipe. Thread tid
+  copies vectors tid + k * THREADS (k < VPT; 8 bf16 each, every warp instruction covers
+  512 contiguous bytes) and later reads back exactly those vectors, so the ring needs only
+  ``cp.async.wait_group`` (no barrier) before a row is read, and a slot can be refilled
+  by the thread that emptied it. w is loaded once per CTA into registers
+  (``ld.global.nc``): a thread always owns the same columns.
+* One fused CTA reduction per row: sum(x^2) and sum(dy * w * x) in fp32 (a balanced tree per
+  thread, warp shuffles, one shared-memory step with one barrier; the shared buffer alternates
+  between even and odd rows, so the next row's writes cannot race this row's reads).
+  rstd = rsqrt(sum(x^2) / H + eps) (hardware rsqrt.approx, relative error ~1e-7) and, with
+  c = mean(g * xhat) = rstd * sum(g * x) / H,
+      dx = rstd * g - x * (rstd^3 * sum(g * x) / H),   g = dy * w,
+  in fp32 (the row is read again from shared memory after the barrier rather than held in
+  registers), rounded once to bf16 per pair (``cvt.rn.bf16x2.f32``), ``st.global.v4.b32``.
+* dw, deterministic and without atomics: every thread accumulates dy * x * rstd for its own
+  columns over its CTA's rows in fp32 registers (rows in increasing order), then writes them
+  to row b of an fp32 scratch P[G, H] (allocated once, on the first call, and reused; every
+  element of it is rewritten by every call). Kernel 2 reduces P over its G rows in a fixed
+  order: a CTA of 256 threads covers 8 float4 column groups x 32 slices; slice s sums rows
+  s, s + 32, ... sequentially (8 rows loaded before they are added), then one thread per
+  column group adds the 32 slice sums in slice order and stores dw. Same build, same G, same
+  order: bit-identical dw on every call.
+* Ragged edges: tail vectors (H / 8 not a multiple of THREADS) are neither copied, read back
+  nor stored; their registers hold zeros, so they add nothing to the row sums, and their dw
+  partials are never stored. Rows past T are skipped (a CTA-uniform condition, so the
+  barrier is safe); kernel 2 predicates rows past G and column groups past H / 4.
+* Shapes are static per build: THREADS and VPT from H (about VPT_TARGET = 2 vectors of each
+  tensor per thread: H = 4096 -> 256 threads; H = 1000 -> 64 threads, VPT = 2, the second
+  vector of threads 61-63 masked; H = 128 or 256 -> one warp). Int32 indexing: T * H < 2^31.
+* Numerics (CPU emulation of this arithmetic and reduction order against reference.py, 3
+  trials of every shape set): worst error / bound 0.21 for dx (its one bf16 rounding), 0.003
+  for dw.
+* Unmeasured on the GPU. Costs beyond the minimum: the partials (G * H * 4 bytes written and
+  read once: 4.3 MB at the benchmark shape, about 2% of its 402 MB) and the second launch
+  (a few microseconds of its own, mostly launch latency). Speed knobs: VPT_TARGET,
+  RES_THREADS (more CTAs per SM: more partials), SMEM_PER_SM (ring depth).
+"""
+import torch
+import tvm_tirx
+from tvm_tirx.backend.cuda.lang import SMEMPool
+from tvm_tirx.script import tirx as T
+from tvm_tirx.target import Target
+
+VEC = 8  # bf16 per 16-byte vector
+VPT_TARGET = 2  # vectors of each tensor per thread aimed for
+MAX_THREADS = 1024
+MAX_VPT = 8  # cap on vectors per thread (the shared-memory ring bounds H long before)
+NSM = 132  # H200 SMs
+RES_THREADS = 512  # resident threads per SM (launch bounds: at most 65536 / 512 = 128 registers)
+SMEM_PER_SM = 160 * 1024  # shared memory for the rings of the resident CTAs of one SM
+MAX_STAGES = 8
+CP_ASYNC = "cp.async.cg.shared.global"  # dy, x: 16 bytes global -> shared, L2 only
+CP_COMMIT = "cp.async.commit_group"
+CP_WAIT = "cp.async.wait_group"
+W_LOAD = "ld.global.nc.v4.b32"
+DX_STORE = "st.global.v4.b32"
+P_STORE = "st.global.v4.f32"
+P_LOAD = "ld.global.nc.L1::no_allocate.v4.f32"
+F_STORE = "st.global.v4.f32"
+# kernel 2 (column reduction of the partials)
+R_THREADS = 256
+R_COLS = 8  # float4 column groups per CTA
+R_SLICES = R_THREADS // R_COLS  # row slices per CTA
+R_UNROLL = 8  # partial rows loaded per thread before they are added
+TARGET = Target({"kind": "cuda", "arch": "sm_90a"})
+
+
+def _lo(w):
+    """fp32 value of the low bf16 of a packed pair."""
+    return T.reinterpret(w << T.uint32(16), ty="float32")
+
+
+def _hi(w):
+    """fp32 value of the high bf16 of a packed pair."""
+    return T.reinterpret(w & T.uint32(0xFFFF0000), ty="float32")
+
+
+def _tree(vals):
+    """Balanced sum of a Python list of expressions (short dependency chains)."""
+    while len(vals) > 1:
+        nxt = [vals[i] + vals[i + 1] for i in range(0, len(vals) - 1, 2)]
+        if len(vals) % 2:
+            nxt.append(vals[-1])
+        vals = nxt
+    return vals[0]
+
+
+def plan(nv: int):
+    """(threads, vectors per thread) for a row of nv 16-byte vectors."""
+    threads = -(-nv // VPT_TARGET)
+    warps = 1  # power-of-two warp count, at least one warp
+    while warps * 32 < threads and warps * 32 < MAX_THREADS:
+        warps *= 2
+    threads = warps * 32
+    vpt = -(-nv // threads)
+    return threads, vpt
+
+
+def grid_plan(rows: int, threads: int):
+    """(CTAs per SM for the launch bounds, persistent grid size G, rows per CTA R)."""
+    bps = max(1, min(32, RES_THREADS // threads))
+    per_cta = -(-rows // (NSM * bps))
+    return bps, -(-rows // per_cta), per_cta
+
+
+def stages(hidden: int, bps: int):
+    """Ring slots per CTA (a slot holds one row of dy and of x): as many as SMEM_PER_SM allows."""
+    return max(2, min(MAX_STAGES, SMEM_PER_SM // (bps * 4 * hidden)))
+
+
+def make_rows_kernel(rows: int, hidden: int, eps: float):
+    """Kernel 1: dx for every row and the per-CTA fp32 partial dw sums P[G, H]."""
+    assert hidden % VEC == 0, "H must be a multiple of 8"
+    assert rows * hidden < 2**31, "int32 indexing"
+    NV = hidden // VEC
+    THREADS, VPT = plan(NV)
+    assert VPT <= MAX_VPT, f"H={hidden} too long for one CTA"
+    BPS, G, R = grid_plan(rows, THREADS)
+    STAGES = stages(hidden, BPS)
+    assert STAGES * 4 * hidden <= 200 * 1024, f"H={hidden}: the ring does not fit in shared memory"
+    WARPS = THREADS // 32
+    FULL = NV // THREADS  # vector slots valid for every thread
+    S = VPT * 4  # 32-bit registers per row buffer of one tensor
+    TT = rows
+    H = hidden
+    INV_H = 1.0 / hidden
+
+    @T.function
+    def rmsnorm_bwd_rows(
+        DY: T.Tensor((TT, H), T.bfloat16),
+        X: T.Tensor((TT, H), T.bfloat16),
+        W: T.Tensor((H,), T.bfloat16),
+        DX: T.Tensor((TT, H), T.bfloat16),
+        P: T.Tensor((G, H), "float32"),
+    ):
+        T.device_entry(
+            launch=T.cuda.LaunchConfig(grid=G, block=THREADS),
+            kernel_attrs=T.cuda.KernelAttributes(min_blocks_per_sm=BPS),
+        )
+        cta = T.cuda.block_idx("x")
+        tid = T.cuda.thread_idx("x")
+        lane = T.truncmod(tid, 32)
+        warp = T.truncdiv(tid, 32)
+        pool = SMEMPool()
+        ring = pool.alloc((STAGES, 2, H), "bfloat16", align=128)  # [slot][dy, x][column]
+        red = pool.alloc((2 * 2 * WARPS,), "float32", align=16)  # [row parity][value][warp]
+        pool.commit()
+        xv = T.alloc_local((S,), "uint32")
+        dv = T.alloc_local((S,), "uint32")
+        wv = T.alloc_local((S,), "uint32")
+        acc = T.alloc_local((VPT * 8,), "float32")  # partial dw of the thread's columns
+        ov = T.alloc_local((4,), "uint32")
+        sm = T.alloc_local((2,), "float32")  # sum(x^2), sum(g * x)
+        co = T.alloc_local((2,), "float32")  # dx = co[0] * g + co[1] * x
+
+        # w once (a thread always owns the same columns); zeros in the tail slots
+        for k in T.unroll(VPT):
+            if k < FULL or tid + k * THREADS < NV:
+                T.ptx[W_LOAD](
+                    wv[4 * k], wv[4 * k + 1], wv[4 * k + 2], wv[4 * k + 3],
+                    W.ptr_to([(tid + k * THREADS) * VEC]),
+                )
+            else:
+                for j in T.unroll(4):
+                    wv[4 * k + j] = T.uint32(0)
+        for i in T.unroll(VPT * 8):
+            acc[i] = T.float32(0.0)
+
+        # prologue: the first STAGES - 1 rows in flight (one commit group per row, empty or not)
+        for i in T.unroll(STAGES - 1):
+            if cta + i * G < TT:
+                for k in T.unroll(VPT):
+                    if k < FULL or tid + k * THREADS < NV:
+                        T.ptx[CP_ASYNC](ring.ptr_to([i, 0, (tid + k * THREADS) * VEC]),
+                                        DY.ptr_to([cta + i * G, (tid + k * THREADS) * VEC]), 16)
+                        T.ptx[CP_ASYNC](ring.ptr_to([i, 1, (tid + k * THREADS) * VEC]),
+                                        X.ptr_to([cta + i * G, (tid + k * THREADS) * VEC]), 16)
+            T.ptx[CP_COMMIT]()
+
+        for i in range(R):
+            # refill the slot this thread emptied last iteration (each thread reads back only
+            # what it copied itself, so the ring needs no barrier)
+            if cta + (i + STAGES - 1) * G < TT:
+                for k in T.unroll(VPT):
+                    if k < FULL or tid + k * THREADS < NV:
+                        T.ptx[CP_ASYNC](
+                            ring.ptr_to([T.truncmod(i + STAGES - 1, STAGES), 0, (tid + k * THREADS) * VEC]),
+                            DY.ptr_to([cta + (i + STAGES - 1) * G, (tid + k * THREADS) * VEC]), 16)
+                        T.ptx[CP_ASYNC](
+                            ring.ptr_to([T.truncmod(i + STAGES - 1, STAGES), 1, (tid + k * THREADS) * VEC]),
+                            X.ptr_to([cta + (i + STAGES - 1) * G, (tid + k * THREADS) * VEC]), 16)
+            T.ptx[CP_COMMIT]()
+            T.ptx[CP_WAIT](STAGES - 1)  # this row's group has landed
+            if cta + i * G < TT:  # CTA-uniform: the barrier below is safe
+                slot = T.truncmod(i, STAGES)
+                par = T.truncmod(i, 2)
+                for k in T.unroll(VPT):
+                    if k < FULL or tid + k * THREADS < NV:
+                        dv[T.ramp(4 * k, 1, 4)] = T.reinterpret(
+                            ring[slot, 0, T.ramp((tid + k * THREADS) * VEC, 1, VEC)], ty="uint32x4")
+                        xv[T.ramp(4 * k, 1, 4)] = T.reinterpret(
+                            ring[slot, 1, T.ramp((tid + k * THREADS) * VEC, 1, VEC)], ty="uint32x4")
+                    else:
+                        for j in T.unroll(4):
+                            dv[4 * k + j] = T.uint32(0)
+                            xv[4 * k + j] = T.uint32(0)
+                # row sums: sum(x^2), sum(dy * w * x) (tail slots hold zeros)
+                sm[0] = _tree([
+                    _lo(xv[q]) * _lo(xv[q]) + _hi(xv[q]) * _hi(xv[q]) for q in range(S)
+                ])
+                sm[1] = _tree([
+                    (_lo(dv[q]) * _lo(xv[q])) * _lo(wv[q]) + (_hi(dv[q]) * _hi(xv[q])) * _hi(wv[q])
+                    for q in range(S)
+                ])
+                sm[0] = T.cuda.warp_sum(sm[0])
+                sm[1] = T.cuda.warp_sum(sm[1])
+                if T.constexpr(WARPS > 1):
+                    if lane == 0:
+                        red[par * 2 * WARPS + warp] = sm[0]
+                        red[par * 2 * WARPS + WARPS + warp] = sm[1]
+                    T.cuda.cta_sync()
+                    sm[0] = _tree([red[par * 2 * WARPS + j] for j in range(WARPS)])
+                    sm[1] = _tree([red[par * 2 * WARPS + WARPS + j] for j in range(WARPS)])
+                co[0] = T.rsqrt(sm[0] * T.float32(INV_H) + T.float32(eps))
+                co[1] = -(co[0] * co[0] * co[0]) * (sm[1] * T.float32(INV_H))
+                # dx (one bf16 rounding) and the thread's dw partials
+                for k in T.unroll(VPT):
+                    if k < FULL or tid + k * THREADS < NV:
+                        dv[T.ramp(4 * k, 1, 4)] = T.reinterpret(
+                            ring[slot, 0, T.ramp((tid + k * THREADS) * VEC, 1, VEC)], ty="uint32x4")
+                        xv[T.ramp(4 * k, 1, 4)] = T.reinterpret(
+                            ring[slot, 1, T.ramp((tid + k * THREADS) * VEC, 1, VEC)], ty="uint32x4")
+                        for j in T.unroll(4):
+                            q = 4 * k + j
+                            dx_lo = co[0] * (_lo(dv[q]) * _lo(wv[q])) + co[1] * _lo(xv[q])
+                            dx_hi = co[0] * (_hi(dv[q]) * _hi(wv[q])) + co[1] * _hi(xv[q])
+                            T.ptx.cvt.rn.bf16x2.f32(ov[j], dx_hi, dx_lo)
+                            acc[2 * q] = acc[2 * q] + (_lo(dv[q]) * _lo(xv[q])) * co[0]
+                            acc[2 * q + 1] = acc[2 * q + 1] + (_hi(dv[q]) * _hi(xv[q])) * co[0]
+                        T.ptx[DX_STORE](DX.ptr_to([cta + i * G, (tid + k * THREADS) * VEC]),
+                                        ov[0], ov[1], ov[2], ov[3])
+
+        # this CTA's partial dw: row cta of P
+        for k in T.unroll(VPT):
+            if k < FULL or tid + k * THREADS < NV:
+                T.ptx[P_STORE](P.ptr_to([cta, (tid + k * THREADS) * VEC]),
+                               acc[8 * k], acc[8 * k + 1], acc[8 * k + 2], acc[8 * k + 3])
+                T.ptx[P_STORE](P.ptr_to([cta, (tid + k * THREADS) * VEC + 4]),
+                               acc[8 * k + 4], acc[8 * k + 5], acc[8 * k + 6], acc[8 * k + 7])
+
+    return rmsnorm_bwd_rows, G
+
+
+def make_reduce_kernel(parts: int, hidden: int):
+    """Kernel 2: out[h] = sum over g of P[g, h] in a fixed order (fp32)."""
+    NV4 = hidden // 4  # float4 column groups
+    GRID = -(-NV4 // R_COLS)
+    PER = -(-parts // R_SLICES)  # rows per slice (upper bound)
+    CHUNKS = -(-PER // R_UNROLL)
+    GP = parts
+    H = hidden
+
+    @T.function
+    def rmsnorm_bwd_dw(P: T.Tensor((GP, H), "float32"), DW: T.Tensor((H,), "float32")):
+        T.device_entry(launch=T.cuda.LaunchConfig(grid=GRID, block=R_THREADS))
+        tid = T.cuda.thread_idx("x")
+        col = T.truncmod(tid, R_COLS)
+        sl = T.truncdiv(tid, R_COLS)
+        cv = T.cuda.block_idx("x") * R_COLS + col
+        red = T.alloc_shared((R_SLICES * R_COLS * 4,), "float32")
+        buf = T.alloc_local((R_UNROLL * 4,), "float32")
+        acc = T.alloc_local((4,), "float32")
+        for i in T.unroll(4):
+            acc[i] = T.float32(0.0)
+        if cv < NV4:
+            for c in range(CHUNKS):
+                for u in T.unroll(R_UNROLL):
+                    if sl + (c * R_UNROLL + u) * R_SLICES < GP:
+                        T.ptx[P_LOAD](
+                            buf[4 * u], buf[4 * u + 1], buf[4 * u + 2], buf[4 * u + 3],
+                            P.ptr_to([sl + (c * R_UNROLL + u) * R_SLICES, cv * 4]),
+                        )
+                    else:
+                        for i in T.unroll(4):
+                            buf[4 * u + i] = T.float32(0.0)
+                for u in T.unroll(R_UNROLL):  # rows of the slice in increasing order
+                    for i in T.unroll(4):
+                        acc[i] = acc[i] + buf[4 * u + i]
+        for i in T.unroll(4):
+            red[(sl * R_COLS + col) * 4 + i] = acc[i]
+        T.cuda.cta_sync()
+        if sl == 0 and cv < NV4:
+            for s in T.serial(1, R_SLICES):  # slices in increasing order
+                for i in T.unroll(4):
+                    acc[i] = acc[i] + red[(s * R_COLS + col) * 4 + i]
+            T.ptx[F_STORE](DW.ptr_to([cv * 4]), acc[0], acc[1], acc[2], acc[3])
+
+    return rmsnorm_bwd_dw
+
+
+def build(spec):
+    """Compile both kernels for spec's static (T, H) and return run(dy, x, w, dx, dw)."""
+    rows = int(spec.dims["T"])
+    hidden = int(spec.dims["H"])
+    eps = float(spec.params["eps"])
+    rows_kernel, parts = make_rows_kernel(rows, hidden, eps)
+    ex1 = tvm_tirx.tirx.compile(rows_kernel, target=TARGET)
+    ex2 = tvm_tirx.tirx.compile(make_reduce_kernel(parts, hidden), target=TARGET)
+    fn1 = ex1["rmsnorm_bwd_rows"]
+    fn2 = ex2["rmsnorm_bwd_dw"]
+    scratch = []  # P[G, H] fp32, allocated on the first call
+
+    def run(dy, x, w, dx, dw):
+        if not scratch:
+            scratch.append(torch.empty((parts, hidden), dtype=torch.float32, device=dy.device))
+        fn1(dy, x, w, dx, scratch[0])
+        fn2(scratch[0], dw)
+
+    run.modules = (ex1, ex2)  # keep the compiled modules alive with the launcher
+    return run
