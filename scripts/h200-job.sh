@@ -72,6 +72,7 @@ for step in "$@"; do
       # bench mode (python -m mkb_eval.selfcheck --variants).
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.selfcheck --variants tune --only tune/ \
         --no-fixtures --mode bench --out "$OUT/tune.json" > "$OUT/tune.txt" 2>&1; tail -40 "$OUT/tune.txt" ;;
+      # (each target's median is on its progress line and in tune.json as soon as it is measured)
     sandbox)
       # The OS sandbox on the GPU: IPC buffers work for a correct expert under it (full mode),
       # every escape case of tests/adversarial is blocked in full mode.

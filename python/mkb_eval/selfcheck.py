@@ -168,14 +168,22 @@ def main(argv: list[str] | None = None) -> int:
             rep = resp["reports"][0]["report"] if resp.get("ok") else {"verdict": "protocol_error",
                                                                         "message": resp.get("error")}
             reports[label] = {"response_session": resp.get("session"), "report": rep}
-            rows.append(row_of(label, dsl, rep, time.monotonic() - t0))
-            print(f"{label}: {rep.get('verdict')} {rep.get('reason') or ''} ({time.monotonic() - t0:.0f} s)",
-                  file=sys.stderr, flush=True)
+            row = row_of(label, dsl, rep, time.monotonic() - t0)
+            rows.append(row)
+            # The timing on every progress line and the --out file after every target: a sweep cut
+            # short (a step timeout, a lost machine) keeps what it measured.
+            print(f"{label}: {rep.get('verdict')} {rep.get('reason') or ''} median {fmt(row['median_us'])} us "
+                  f"(IQR {fmt(row['iqr_us'])}) ({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)
+            if args.out:
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps({"hello": hello, "mode": mode, "rows": rows, "reports": reports,
+                                                "complete": False}, indent=2))
     print(table(rows))
     print(f"[mode {mode}, gpu {hello.get('gpu')}, {time.monotonic() - t_all:.0f} s]")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"hello": hello, "mode": mode, "rows": rows, "reports": reports}, indent=2))
+        args.out.write_text(json.dumps({"hello": hello, "mode": mode, "rows": rows, "reports": reports,
+                                        "complete": True}, indent=2))
     return 0 if all(r["verdict"] == "correct" for r in rows) else 1
 
 
