@@ -147,6 +147,11 @@ fn solved(rows: &[serde_json::Value]) -> Vec<Solved> {
         .collect()
 }
 
+/// A number with `p` decimals, or "-" where there is none.
+fn opt(x: Option<f64>, p: usize) -> String {
+    x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into())
+}
+
 fn geomean(xs: &[f64]) -> Option<f64> {
     let xs: Vec<f64> = xs.iter().copied().filter(|x| *x > 0.0).collect();
     (!xs.is_empty()).then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
@@ -164,7 +169,7 @@ pub fn solutions_summary(rows: &[serde_json::Value]) -> String {
         .collect();
     groups.sort();
     groups.dedup();
-    let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
+    let f = opt;
     for (fam, dsl) in &groups {
         let g: Vec<&Solved> = all
             .iter()
@@ -219,8 +224,7 @@ pub fn solutions_markdown(rows: &[serde_json::Value]) -> String {
         let Ok(rep) = serde_json::from_value::<EvalReport>(r["report"].clone()) else {
             continue;
         };
-        let f =
-            |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
+        let f = opt;
         let _ = writeln!(
             s,
             "| {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |",
