@@ -4,7 +4,7 @@
 # earlier call on the same (still warm) machine is used too, so both DSLs can be available.
 # Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
 #   scripts/h200-job.sh STEP...
-#   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  tune  sandbox  examples  replay
+#   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  tune  spinprobe  sandbox  examples  replay
 #          validate-gpu[-<problems>]
 #   (<dsl>: cute or tirx)
 #   validate-gpu[-<problems>]: `mkb problems validate --device cuda` over all problems (or the
@@ -67,6 +67,10 @@ for step in "$@"; do
       spec=${step#throughput-}; d=${spec%%-j*}; j=1; [ "$spec" != "$d" ] && j=${spec##*-j}
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.throughput --dsl "$d" --judges "$j" \
         --repeat ${THROUGHPUT_REPEAT:-10} ${THROUGHPUT_ARGS:-} --out "$OUT/$step.json" > "$OUT/$step.txt" 2>&1; tail -25 "$OUT/$step.txt" ;;
+    spinprobe)
+      # the wake spin against each baseline's host enqueue time ($SPIN_PROBLEMS, python -m mkb_eval.spinprobe)
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.spinprobe ${SPIN_PROBLEMS:-A03 A07 A08 B05 C12 D10 F09} \
+        ${SPIN_ARGS:-} --out "$OUT/spinprobe.json" > "$OUT/spinprobe.txt" 2>&1; tail -40 "$OUT/spinprobe.txt" ;;
     tune)
       # Tuning variants (untracked files tune/<problem folder>/<dsl>/<name>.py) timed in one judge,
       # bench mode (python -m mkb_eval.selfcheck --variants).

@@ -97,13 +97,12 @@ class BaselinePhase:
         from . import timing
 
         _, cap, per, _ = self.rep_limits()
-        for _ in range(max(int(self.timing["warmup"]), 1)):
-            fn()
+        spin = timing.wake_cycles(timing.warm_up(fn, int(self.timing["warmup"])))
         times: list[float] = []
         rounds = 0
         while not self.enough(times, rounds) and len(times) < cap:
             fn()
-            times.extend(timing.timed_reps(fn, per, flush))
+            times.extend(timing.timed_reps(fn, per, flush, spin_cycles=spin))
             rounds += 1
         return times
 

@@ -27,7 +27,7 @@ _perf = time.perf_counter
 TIMER = "cuda_event"
 # Bump when the timing method changes in a way the source hash below would not show (it is part
 # of the baseline cache key together with a hash of this file and of baselines.py).
-TIMING_VERSION = 3
+TIMING_VERSION = 4
 # The GPU is kept busy for WAKE_CYCLES clock cycles (a spin kernel, about 50 us at 1.98 GHz) between
 # the device sync and the start event, so that no timed call starts on a GPU that has just gone
 # idle. Measured on the H200 (bench/h200/2026-12-01c/): after the ~1 ms idle gap of the judge's
@@ -35,6 +35,19 @@ TIMING_VERSION = 3
 # changed from one evaluation to the next (medians' CV 1.5-3.7% over repeated evaluations of one
 # expert, NVML showing the maximum SM clock throughout); with the spin the CV fell to 0.3-0.7%.
 WAKE_CYCLES = 100_000
+# A baseline's spin must also outlast the host's work of enqueuing the call: when the host takes
+# longer to reach the kernel launch than the spin keeps the GPU busy, the window opens on an idle
+# GPU and host time is counted. Measured on the H200 (bench/h200/2026-12-01h/spinprobe.txt):
+# torch.compile baselines need 49-175 us of host time per call; with the fixed 100k-cycle spin
+# their medians were up to 56% high and their IQR 4-12%; with a spin longer than the enqueue time
+# the IQR is 0.2-1.0% and the medians stable across rounds. So the judge sizes the spin of each
+# baseline from its measured enqueue time (wake_cycles: twice the median plus 25 us, at
+# SPIN_CYCLES_PER_US, the SM clock at its maximum, so a lower clock only lengthens the spin), never
+# under WAKE_CYCLES, capped at MAX_WAKE_CYCLES. Candidates keep WAKE_CYCLES: a spin sized from their
+# own warm-up would let them lengthen the idle time before the window, in which side-stream work
+# escapes it (docs/evaluator.md "Timing").
+SPIN_CYCLES_PER_US = 1980
+MAX_WAKE_CYCLES = 20_000_000
 # The plausibility guard's allowance for clock and measurement variation: a median under
 # PLAUSIBLE_FRACTION x the roofline ideal is physically impossible on this GPU.
 PLAUSIBLE_FRACTION = 0.95
@@ -125,13 +138,35 @@ def l2_flush_buffer(device: int | None = None) -> torch.Tensor:
     return torch.empty(2 * l2, dtype=torch.uint8, device="cuda")
 
 
+def warm_up(fn: Callable[[], Any], calls: int) -> float:
+    """`calls` (at least 3) untimed calls, each after a device sync; the median host time one call
+    takes to return (its enqueue time, microseconds)."""
+    host = []
+    for _ in range(max(int(calls), 3)):
+        _sync()
+        t0 = _perf()
+        fn()
+        host.append((_perf() - t0) * 1e6)
+    _sync()
+    return quantile(sorted(host), 0.5)
+
+
+def wake_cycles(enqueue_us: float | None) -> int:
+    """The spin before a window: long enough to cover twice the host's enqueue time plus 25 us."""
+    if enqueue_us is None or not math.isfinite(enqueue_us) or enqueue_us <= 0:
+        return WAKE_CYCLES
+    return int(min(MAX_WAKE_CYCLES, max(WAKE_CYCLES, (2.0 * enqueue_us + 25.0) * SPIN_CYCLES_PER_US)))
+
+
 def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
                before: Callable[[int], None] | None = None, profile_at: int | None = None,
-               profile: Callable[[], None] | None = None) -> list[float]:
-    """`reps` repetitions of: [before(i)], flush L2, device sync, spin (WAKE_CYCLES), start event, fn(), end event,
-    device sync; microseconds. `before(i)` is where the judge writes rep i's fresh inputs and
-    poisoned outputs (the runner waits for its "go" there). Rep `profile_at` calls `profile()`
-    (fn under the recorders) instead of the timed window; it yields no time."""
+               profile: Callable[[], None] | None = None, spin_cycles: int | None = None) -> list[float]:
+    """`reps` repetitions of: [before(i)], flush L2, device sync, spin (`spin_cycles`, default
+    WAKE_CYCLES), start event, fn(), end event, device sync; microseconds. `before(i)` is where the
+    judge writes rep i's fresh inputs and poisoned outputs (the runner waits for its "go" there).
+    Rep `profile_at` calls `profile()` (fn under the recorders) instead of the timed window; it
+    yields no time."""
+    spin = WAKE_CYCLES if spin_cycles is None else int(spin_cycles)
     start = _Event(enable_timing=True)
     end = _Event(enable_timing=True)
     out: list[float] = []
@@ -145,7 +180,7 @@ def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
             profile()
             _sync()
             continue
-        _sleep(WAKE_CYCLES)  # the GPU is busy when the window opens (WAKE_CYCLES)
+        _sleep(spin)  # the GPU is busy until the call's first launch is enqueued (wake_cycles)
         _ev_record(start)
         fn()
         _ev_record(end)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from mkb_eval import timing
 from mkb_eval.adapters.tirx import kernel_names
 from mkb_eval.correctness import CandidateFailure
 from mkb_eval.dynamic import (
@@ -17,7 +18,7 @@ from mkb_eval.dynamic import (
     kernel_allowed,
     op_packet,
 )
-from mkb_eval.timing import quantile, summarize, wall_mismatch
+from mkb_eval.timing import quantile, summarize, wake_cycles, wall_mismatch
 
 KERN = "kernel_cutlass_bias_gelu_kernel_tensorptrbf16_0"
 
@@ -153,6 +154,36 @@ def test_wall_clock_rule() -> None:
     assert not wall_mismatch(10.0, 44.0)  # 1.5 * 10 + 30 = 45
     assert wall_mismatch(10.0, 46.0)
     assert wall_mismatch(100.0, 400.0)
+
+
+def test_wake_spin_covers_the_host_enqueue_time() -> None:
+    # a fast host path keeps the default spin; a slow one gets a spin of 2x its enqueue time + 25 us
+    assert wake_cycles(None) == timing.WAKE_CYCLES
+    assert wake_cycles(float("nan")) == timing.WAKE_CYCLES
+    assert wake_cycles(5.0) == timing.WAKE_CYCLES
+    slow = wake_cycles(175.0)  # torch.compile(C12)'s measured enqueue time on the H200
+    assert slow == int((2 * 175.0 + 25.0) * timing.SPIN_CYCLES_PER_US)
+    assert slow / timing.SPIN_CYCLES_PER_US > 2 * 175.0
+    assert wake_cycles(1e9) == timing.MAX_WAKE_CYCLES
+
+
+def test_warm_up_measures_the_median_enqueue_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = {"t": 0.0}
+    host_us = iter([500.0, 40.0, 60.0, 50.0, 45.0])  # the first call is slow (a JIT), the rest ~50 us
+    calls: list[str] = []
+
+    def fn() -> None:
+        calls.append("call")
+        clock["t"] += next(host_us) * 1e-6
+
+    monkeypatch.setattr(timing, "_perf", lambda: clock["t"])
+    monkeypatch.setattr(timing, "_sync", lambda: calls.append("sync"))
+    assert timing.warm_up(fn, 5) == pytest.approx(50.0)
+    # every call starts on a synchronized device, and at least three calls are made
+    assert calls[:2] == ["sync", "call"] and calls.count("call") == 5
+    host_us = iter([10.0, 20.0, 30.0])
+    calls.clear()
+    assert timing.warm_up(fn, 0) == pytest.approx(20.0) and calls.count("call") == 3
 
 
 def test_tirx_kernel_names() -> None:

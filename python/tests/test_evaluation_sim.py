@@ -234,6 +234,7 @@ def cpu_timing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
             out.append((time.perf_counter() - t0) * 1e6)
         return out
     monkeypatch.setattr(timing, "timed_reps", wall_reps)
+    monkeypatch.setattr(timing, "_sync", lambda: None)  # warm_up syncs the device between calls
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: None)
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)
     # The benchmark shape of A01 is large for a CPU: shrink it for this test.
