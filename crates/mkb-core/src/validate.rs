@@ -91,7 +91,8 @@ pub enum Status {
     Fail,
     /// Reported, never fails the run (e.g. torch.compile near the ideal time).
     Warn,
-    /// Failed, but `[validate] waive` names the check (the reason is in the detail).
+    /// Failed or flagged (`Warn`), but `[validate] waive` names the check (the reason is in
+    /// the detail).
     Waived,
 }
 
@@ -171,9 +172,10 @@ impl CheckRow {
         self.check.split(':').next().unwrap_or("")
     }
 
-    /// A failed row that `waive` names becomes `Waived` (the reason appended to the detail).
+    /// A failed or flagged row that `waive` names becomes `Waived` (the reason appended to the
+    /// detail): a flag such as `compile_headroom` is then answered by the problem's own reason.
     pub fn apply_waivers(&mut self, waive: &BTreeMap<String, String>) {
-        if self.status != Status::Fail {
+        if self.status != Status::Fail && self.status != Status::Warn {
             return;
         }
         let reason = waive.get(&self.check).or_else(|| waive.get(self.base()));
@@ -829,6 +831,19 @@ wrong = ["wrong_a", "wrong_b", "wrong_c"]
         w.insert("influence".into(), "none matter".into());
         b.apply_waivers(&w);
         assert_eq!(b.status, Status::Waived);
+        // a flag (warn) is answered by a waiver too; an unnamed one stays a flag
+        let mut flag = CheckRow::new("A07", "compile_headroom", Some(1.01), "> 1.1", true, "");
+        flag.status = Status::Warn;
+        let mut other = flag.clone();
+        other.check = "timing".into();
+        w.insert(
+            "compile_headroom".into(),
+            "Triton reaches the bandwidth here".into(),
+        );
+        flag.apply_waivers(&w);
+        other.apply_waivers(&w);
+        assert_eq!((flag.status, other.status), (Status::Waived, Status::Warn));
+        assert!(flag.detail.contains("waived: Triton"), "{flag:?}");
         assert!(is_check_name("correct:alt") && !is_check_name("colour"));
     }
 
