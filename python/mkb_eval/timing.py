@@ -193,14 +193,22 @@ def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
     return out
 
 
-def wall_per_call_us(fn: Callable[[], Any], n: int) -> float:
-    """Host wall time per call over `n` back-to-back calls closed by a device-wide sync."""
-    _sync()
-    t0 = _perf()
-    for _ in range(n):
-        fn()
-    _sync()
-    return (_perf() - t0) / max(n, 1) * 1e6
+def wall_per_call_us(fn: Callable[[], Any], n: int, batches: int = 3) -> float:
+    """Host wall time per call over `n` back-to-back calls closed by a device-wide sync; the
+    least of `batches` such batches. Work that escapes the timed stream shows in every batch; a
+    one-off host stall (a GC pause, a busy CPU) in one batch does not fail an honest kernel: on
+    the H200 one batch of 20 calls of a 201 us kernel once took 369 us per call
+    (bench/h200/2026-12-01h, F06 TIRx), while the other 27 solutions of that run stayed within
+    0.9-1.14x of their medians."""
+    best = math.inf
+    for _ in range(max(int(batches), 1)):
+        _sync()
+        t0 = _perf()
+        for _ in range(n):
+            fn()
+        _sync()
+        best = min(best, (_perf() - t0) / max(n, 1) * 1e6)
+    return best
 
 
 def best_us(fn: Callable[[], Any], reps: int) -> float:

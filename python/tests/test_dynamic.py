@@ -186,6 +186,23 @@ def test_warm_up_measures_the_median_enqueue_time(monkeypatch: pytest.MonkeyPatc
     assert timing.warm_up(fn, 0) == pytest.approx(20.0) and calls.count("call") == 3
 
 
+def test_wall_clock_check_takes_the_best_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = {"t": 0.0, "calls": 0}
+
+    def fn() -> None:  # 100 us per call, with one 5 ms stall during the first batch
+        clock["calls"] += 1
+        clock["t"] += 100e-6 + (5e-3 if clock["calls"] == 7 else 0.0)
+
+    monkeypatch.setattr(timing, "_perf", lambda: clock["t"])
+    monkeypatch.setattr(timing, "_sync", lambda: None)
+    assert timing.wall_per_call_us(fn, 20) == pytest.approx(100.0)
+    assert clock["calls"] == 60
+    # one batch only: the stall counts (the old rule), and the check would fire on a 100 us median
+    clock.update(t=0.0, calls=0)
+    one = timing.wall_per_call_us(fn, 20, batches=1)
+    assert one == pytest.approx(350.0) and wall_mismatch(100.0, one)
+
+
 def test_tirx_kernel_names() -> None:
     src = ('extern "C" __global__ void __launch_bounds__(256) bias_gelu_kernel(float* x, int n);\n'
            'extern "C" __global__ void __launch_bounds__(256) bias_gelu_kernel(float* x, int n) { }\n'
