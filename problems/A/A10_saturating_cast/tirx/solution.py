@@ -7,7 +7,7 @@ compiled for the static shape of one shape set:
 * Elementwise on contiguous tensors, so the kernel sees x and y as flat arrays of
   NV = T * H / 4 groups of 4 elements (H % 8 == 0: no partial groups); flat views of both
   tensors are declared over their data pointers with ``T.decl_tensor``.
-* Accesses: x is read with 16-byte ``ld.global.nc.L1::no_allocate.v4.f32`` (read once), y is
+* Accesses: x is read with 16-byte ``ld.global.nc.v4.f32`` (read once), y is
   written with 8-byte ``st.global.v2.b32`` (4 bf16). A CTA of BLOCK threads owns BLOCK * UNITS
   consecutive groups; thread tid takes groups tid, tid + BLOCK, ..., so every warp load covers
   512 contiguous bytes and every warp store 256 contiguous bytes (whole 32-byte sectors, no
@@ -33,7 +33,7 @@ from tvm_tirx.target import Target
 UNITS = 4  # float4 groups per thread (independent 16-byte loads in flight per thread)
 BLOCK = 256  # threads per CTA
 VEC = 4  # elements per group: one 16-byte fp32 load, one 8-byte bf16 store
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.f32"  # read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.f32"  # read-only path; without .L1::no_allocate: 3-9% faster on the H200 (bench/h200/2026-12-01h/tune-nc.txt)
 Y_STORE = "st.global.v2.b32"
 BOUND = 448.0  # largest finite fp8 e4m3 value (exact in fp32 and bf16)
 

@@ -9,7 +9,7 @@ once, g read once), compiled for the static N of one shape set:
   A CTA of BLOCK threads owns BLOCK * UNITS consecutive groups; thread tid takes groups
   tid, tid + BLOCK, ... so every warp instruction covers contiguous memory (512 bytes for a
   float4 access of p, m or v, 256 bytes for the 8-byte access of g: whole 32-byte sectors).
-* Accesses: p, m, v with 16-byte ``ld.global.L1::no_allocate.v4.f32`` /
+* Accesses: p, m, v with 16-byte ``ld.global.v4.f32`` /
   ``st.global.v4.f32``; g (4 bf16 = 8 bytes per group) with ``ld.global.nc.v2.b32`` (g is
   read-only; p, m, v are written by the kernel, so they do not use the non-coherent path).
   All UNITS * 4 loads of a thread are issued before any math (UNITS * 56 bytes in flight).
@@ -43,7 +43,7 @@ from tvm_tirx.target import Target
 UNITS = 2  # groups of 4 parameters per thread (independent loads in flight per thread)
 BLOCK = 256  # threads per CTA
 VEC = 4  # parameters per group: one float4 of p, m, v; 8 bytes of g
-STATE_LOAD = "ld.global.L1::no_allocate.v4.f32"  # p, m, v: read once, then overwritten
+STATE_LOAD = "ld.global.v4.f32"  # p, m, v: read once, then overwritten
 STATE_STORE = "st.global.v4.f32"
 G_LOAD = "ld.global.nc.v2.b32"  # g: read-only, 4 bf16
 

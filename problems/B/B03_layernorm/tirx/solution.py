@@ -3,7 +3,7 @@
 bf16 in and out, fp32 math; one read of x, one write of y (the memory-bound minimum):
 
 * One CTA per row; the row is loaded once into registers with 16-byte
-  ``ld.global.nc.L1::no_allocate.v4.b32`` loads (8 bf16 each; H % 8 == 0 and 16-byte aligned
+  ``ld.global.nc.v4.b32`` loads (8 bf16 each; H % 8 == 0 and 16-byte aligned
   rows are guaranteed). Each thread keeps VPT vectors (vector k of a thread is number
   tid + k * THREADS of the row, so every load instruction of a warp covers 512 contiguous
   bytes). All loads, including the thread's weight and bias vectors (``ld.global.nc``: w and b
@@ -32,7 +32,7 @@ VEC = 8  # bf16 per 16-byte vector
 VPT_TARGET = 4  # vectors per thread aimed for (32 elements, 64 bytes of the row per thread)
 MAX_THREADS = 1024
 MAX_VPT = 16  # beyond this the row would no longer fit in registers comfortably
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.b32"  # read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.b32"  # read-only path; without .L1::no_allocate: 3-9% faster on the H200 (bench/h200/2026-12-01h/tune-nc.txt)
 W_LOAD = "ld.global.nc.v4.b32"  # re-read by every row: let it live in L1
 Y_STORE = "st.global.v4.b32"
 

@@ -4,7 +4,7 @@ y = (x - mean) * rsqrt(var + eps) over the rows of an fp32 [T, H] matrix, no wei
 fp32 throughout; one read of x, one write of y (the memory-bound minimum):
 
 * One CTA per row; the row is loaded once into registers with 16-byte
-  ``ld.global.nc.L1::no_allocate.v4.f32`` loads (4 floats each; H % 8 == 0 and 16-byte aligned
+  ``ld.global.nc.v4.f32`` loads (4 floats each; H % 8 == 0 and 16-byte aligned
   rows are guaranteed). Each thread keeps VPT vectors (vector k of a thread is number
   tid + k * THREADS of the row, so every load instruction of a warp covers 512 contiguous
   bytes); all loads are issued before any math.
@@ -29,7 +29,7 @@ VEC = 4  # floats per 16-byte vector
 VPT_TARGET = 4  # vectors per thread aimed for (16 floats of the row in registers)
 MAX_THREADS = 1024
 MAX_VPT = 16  # beyond this the row would no longer fit in registers comfortably
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.f32"  # read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.f32"  # read-only path; without .L1::no_allocate: 3-9% faster on the H200 (bench/h200/2026-12-01h/tune-nc.txt)
 Y_STORE = "st.global.v4.f32"
 
 

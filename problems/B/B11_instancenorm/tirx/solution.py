@@ -6,7 +6,7 @@ fp32 statistics and math; one read of x and one write of y (the memory-bound min
 * Work decomposition: one CTA per (n, c) plane (planes are independent and contiguous: H * W
   elements, HWV = H * W / 8 16-byte vectors; H * W % 8 == 0 and 16-byte aligned pointers are
   guaranteed). The plane is loaded once into registers with 16-byte
-  ``ld.global.nc.L1::no_allocate.v4.b32`` loads, all issued before any math; each thread keeps
+  ``ld.global.nc.v4.b32`` loads, all issued before any math; each thread keeps
   VPT vectors (vector k of a thread is number tid + k * THREADS of the plane, so every warp
   load covers 512 contiguous bytes). Benchmark (16 x 256 x 128 x 128): 4096 CTAs of 256
   threads x 8 vectors (128 bytes of x per thread, 32 data registers), up to 4 CTAs per SM.
@@ -36,7 +36,7 @@ VEC = 8  # fp16 per 16-byte vector
 VPT_TARGET = 8  # vectors per thread aimed for (64 elements, 128 bytes of the plane per thread)
 MAX_THREADS = 1024
 MAX_VPT = 16  # beyond this the plane would no longer fit in registers comfortably
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.b32"  # read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.b32"  # read-only path; without .L1::no_allocate: 3-9% faster on the H200 (bench/h200/2026-12-01h/tune-nc.txt)
 Y_STORE = "st.global.v4.b32"
 
 # CUDA device helpers, one source string per function (TIRx emits each distinct string once).

@@ -76,7 +76,7 @@ CP_WAIT = "cp.async.wait_group"
 W_LOAD = "ld.global.nc.v4.b32"
 DX_STORE = "st.global.v4.b32"
 P_STORE = "st.global.v4.f32"
-P_LOAD = "ld.global.nc.L1::no_allocate.v4.f32"
+P_LOAD = "ld.global.nc.v4.f32"
 F_STORE = "st.global.v4.f32"
 # kernel 2 (column reduction of the partials)
 R_THREADS = 256

@@ -7,7 +7,7 @@ One read of the visible scores and one write of p (the memory-bound minimum):
   (ceil(S / WARPS_PER_CTA), B * H), so a CTA's rows are consecutive queries of one head.
   A row of S <= 1024 bf16 fits in the warp's registers (S = 1024: 4 vectors of 8 per lane),
   and the max and the sum are warp-shuffle reductions only: no shared memory, no barriers.
-* Vector path (S % 8 == 0, the benchmark): 16-byte ``ld.global.nc.L1::no_allocate.v4.b32``
+* Vector path (S % 8 == 0, the benchmark): 16-byte ``ld.global.nc.v4.b32``
   loads, vector k of lane l is number l + 32 k of the row (each warp instruction covers 512
   contiguous bytes). Only the vectors that hold a visible key (first column <= i) are loaded:
   the scores above the diagonal are never read. The stores cover the whole row with
@@ -35,7 +35,7 @@ WARPS_PER_CTA = 4  # rows per CTA (one warp each)
 MAX_VPT = 8  # vectors per lane: S <= 2048 on the vector path
 MAX_KPT = 32  # scalars per lane: S <= 1024 on the ragged path
 LOG2E = 1.4426950408889634
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.b32"  # read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.b32"  # read-only path; without .L1::no_allocate: 3-9% faster on the H200 (bench/h200/2026-12-01h/tune-nc.txt)
 Y_STORE = "st.global.v4.b32"
 
 

@@ -33,6 +33,10 @@ pass 3: shift/mask for x - lse): with one shared fp32 copy the compiler kept 64 
 across the block reductions (110 registers uncapped, spills when capped).
 Limits: V <= 8 * VPT_MAX * 1024 (65536) and T * V < 2**31 (32-bit offsets); build() raises
 ValueError beyond that.  Unmeasured on the H200 so far.
+
+Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
+274.6 us, 61.7% of the roofline ideal (169.5 us), 2.90x the fastest eager formulation, 0.92x
+torch.compile; the TIRx expert 352.3 us (this one is faster).
 """
 import math
 
