@@ -43,10 +43,9 @@ def enqueue_us(fn: Callable[[], Any], n: int = 30) -> float:
 
 
 def stats(times: list[float]) -> dict[str, float]:
-    s = sorted(times)
-    med = timing.quantile(s, 0.5)
-    iqr = timing.quantile(s, 0.75) - timing.quantile(s, 0.25)
-    return {"median_us": med, "iqr_pct": 100.0 * iqr / med if med > 0 else 0.0, "min_us": s[0]}
+    t = timing.summarize(times)
+    med = t["median_us"]
+    return {"median_us": med, "iqr_pct": 100.0 * t["iqr_us"] / med if med > 0 else 0.0, "min_us": min(times)}
 
 
 def probe(bundle: Bundle, pid: str, cycles: list[int], rounds: int, reps: int) -> dict[str, Any]:
@@ -64,25 +63,20 @@ def probe(bundle: Bundle, pid: str, cycles: list[int], rounds: int, reps: int) -
     fns = {f"eager:{eager_name}": lambda: call_with_params(eager, inputs, params),
            f"compile:{comp_name}": lambda: call_with_params(compiled, inputs, params)}
     out: dict[str, Any] = {"problem": pid, "shape": dict(bench.dims), "targets": {}}
-    saved = timing.WAKE_CYCLES
-    try:
-        with torch.no_grad():
-            for label, fn in fns.items():
-                for _ in range(3):
-                    fn()
-                torch.cuda.synchronize()
-                row: dict[str, Any] = {"enqueue_us": enqueue_us(fn), "by_cycles": {str(c): [] for c in cycles}}
-                for _ in range(rounds):
-                    for c in cycles:
-                        timing.WAKE_CYCLES = c
-                        row["by_cycles"][str(c)].append(stats(timing.timed_reps(fn, reps, flush)))
-                out["targets"][label] = row
-                meds = "  ".join(f"{c}: " + "/".join(f"{r['median_us']:.1f}" for r in row["by_cycles"][str(c)])
-                                 + f" (IQR {max(r['iqr_pct'] for r in row['by_cycles'][str(c)]):.1f}%)"
-                                 for c in cycles)
-                print(f"{pid} {label:28s} enqueue {row['enqueue_us']:7.1f} us | {meds}", flush=True)
-    finally:
-        timing.WAKE_CYCLES = saved
+    with torch.no_grad():
+        for label, fn in fns.items():
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            row: dict[str, Any] = {"enqueue_us": enqueue_us(fn), "by_cycles": {str(c): [] for c in cycles}}
+            for _ in range(rounds):
+                for c in cycles:
+                    row["by_cycles"][str(c)].append(stats(timing.timed_reps(fn, reps, flush, spin_cycles=c)))
+            out["targets"][label] = row
+            meds = "  ".join(f"{c}: " + "/".join(f"{r['median_us']:.1f}" for r in row["by_cycles"][str(c)])
+                             + f" (IQR {max(r['iqr_pct'] for r in row['by_cycles'][str(c)]):.1f}%)"
+                             for c in cycles)
+            print(f"{pid} {label:28s} enqueue {row['enqueue_us']:7.1f} us | {meds}", flush=True)
     return out
 
 
