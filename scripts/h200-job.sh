@@ -7,6 +7,7 @@
 #   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  tune  spinprobe  sandbox  examples  replay
 #          validate-gpu[-<problems>]
 #   (<dsl>: cute or tirx)
+#   spinprobe: $SPIN_PROBLEMS, $SPIN_ARGS (e.g. --solutions tirx: the expert kernels), output name $SPIN_NAME
 #   validate-gpu[-<problems>]: `mkb problems validate --device cuda` over all problems (or the
 #   comma-separated ids / family letters, e.g. validate-gpu-A,C01): the validation checks at the
 #   check and benchmark shapes on the GPU, every eager formulation, torch.compile and the floor
@@ -56,7 +57,8 @@ for step in "$@"; do
         --log-dir $LOGS/$step --evidence-dir "$OUT" --evidence-name "solutions-$d" ;;
     redteam-*)
       d=${step#redteam-}
-      timeout $STEP_TIMEOUT $MKB redteam --dsl "$d" --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
+      # $REDTEAM_ARGS: more arguments (e.g. --manifest <a subset of the manifest>)
+      timeout $STEP_TIMEOUT $MKB redteam --dsl "$d" ${REDTEAM_ARGS:-} --mode full --gpus auto --cpu-workers 4 --log-dir $LOGS/$step \
         --evidence-dir "$OUT" --evidence-name "redteam-$d" ;;
     pyredteam-*)
       # the same red-team run through the Python judge client (the cases and specs from $MKB_BIN)
@@ -70,12 +72,15 @@ for step in "$@"; do
     spinprobe)
       # the wake spin against each baseline's host enqueue time ($SPIN_PROBLEMS, python -m mkb_eval.spinprobe)
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.spinprobe ${SPIN_PROBLEMS:-A03 A07 A08 B05 C12 D10 F09} \
-        ${SPIN_ARGS:-} --out "$OUT/spinprobe.json" > "$OUT/spinprobe.txt" 2>&1; tail -40 "$OUT/spinprobe.txt" ;;
+        ${SPIN_ARGS:-} --out "$OUT/${SPIN_NAME:-spinprobe}.json" > "$OUT/${SPIN_NAME:-spinprobe}.txt" 2>&1
+      tail -40 "$OUT/${SPIN_NAME:-spinprobe}.txt" ;;
     tune)
       # Tuning variants (untracked files tune/<problem folder>/<dsl>/<name>.py) timed in one judge,
       # bench mode (python -m mkb_eval.selfcheck --variants).
-      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.selfcheck --variants tune --only tune/ \
-        --no-fixtures --mode bench --out "$OUT/tune.json" > "$OUT/tune.txt" 2>&1; tail -40 "$OUT/tune.txt" ;;
+      # $TUNE_DIR (default tune) holds them; $TUNE_MODE (default bench); output $OUT/$TUNE_NAME.{json,txt}.
+      tn=${TUNE_NAME:-tune}
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.selfcheck --variants "${TUNE_DIR:-tune}" \
+        --only tune/ --no-fixtures --mode "${TUNE_MODE:-bench}" --out "$OUT/$tn.json" > "$OUT/$tn.txt" 2>&1; tail -40 "$OUT/$tn.txt" ;;
       # (each target's median is on its progress line and in tune.json as soon as it is measured)
     sandbox)
       # The OS sandbox on the GPU: IPC buffers work for a correct expert under it (full mode),

@@ -46,6 +46,7 @@ from .report_text import (  # noqa: F401  (re-exported: judge.py and the tests u
 )
 from .sandbox import CandidateTooLarge, read_candidate
 from .static_check import check_source, summarize
+from .timing import CANDIDATE_WAKE_US
 
 MODES = ("compile", "test", "bench", "full")
 DEFAULT_LIMITS: dict[str, float] = {"build_s": 300.0, "call_s": 60.0, "total_s": 1200.0, "rss_mb": 32768.0}
@@ -53,8 +54,10 @@ DEFAULT_LIMITS: dict[str, float] = {"build_s": 300.0, "call_s": 60.0, "total_s":
 # until the median's 95% CI half-width is under `ci_rel` x the median, at most `max_reps`; `checked`
 # repetitions of every round (at least 3) are verified in secret. Older clients' `min_time_s` and
 # `checkpoints` are accepted and ignored.
+# `wake_us`: the spin before each candidate's window (timing.CANDIDATE_WAKE_US, docs/evaluator.md).
 DEFAULT_TIMING: dict[str, float] = {"min_reps": 100, "max_reps": 1000, "warmup": 10, "rounds": 3, "checked": 3,
-                                    "ci_rel": 0.005}
+                                    "ci_rel": 0.005,
+                                    "wake_us": float(os.environ.get("MKB_WAKE_US") or CANDIDATE_WAKE_US)}
 MIN_CHECKED = 3
 # host_overload: a missed deadline while the runner got under this share of a CPU and the load
 # average exceeded the core count.
@@ -87,6 +90,7 @@ class Candidate:
     clock: dict[str, float] = field(default_factory=dict)  # the checker's, kept after release
     times: list[float] = field(default_factory=list)
     wall_us: float | None = None
+    host_us: list[float] = field(default_factory=list)  # the runner's host time per timed rep (diagnostic)
     est_us: float = 0.0
     profile: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)

@@ -17,7 +17,7 @@ from .problem import (
     poison_,
 )
 from .report_text import summary_of
-from .timing import PLAUSIBLE_FRACTION, ci_converged, wall_mismatch
+from .timing import PLAUSIBLE_FRACTION, candidate_spin_cycles, ci_converged, wall_mismatch
 from .timing import summarize as summarize_times
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ class TimingPhase:
         timeout = (self.limits["call_s"] + (warmup + reps) * est_s * 4 + reps * rep_judge_s
                    + (30.0 if profile_at is not None else 0.0))
         msg = {"op": "time", "shape": bench.name, "warmup": warmup, "reps": reps, "profile_at": profile_at,
-               "flush": True}
+               "flush": True, "spin_cycles": candidate_spin_cycles(float(self.timing["wake_us"]))}
         r = self.rq(c, msg, timeout, "call_timeout", "the timing loop", on_event)
         if "failure" in state:
             raise state["failure"]
@@ -162,6 +162,7 @@ class TimingPhase:
         keep(reps - 1)
         self.session.synchronize()
         c.times.extend(float(x) for x in r.get("times_us") or [])
+        c.host_us.extend(float(x) for x in r.get("host_us") or [] if isinstance(x, int | float))
         if r.get("profile") is not None:
             c.profile = r["profile"]
         c.rounds += 1

@@ -8,7 +8,7 @@ import copy
 import time
 from typing import TYPE_CHECKING, Any
 
-from .timing import quantile
+from .timing import candidate_spin_cycles, host_summary, quantile
 from .timing import summarize as summarize_times
 
 if TYPE_CHECKING:
@@ -95,7 +95,10 @@ class Reporting:
                                         "fresh_inputs_every_rep": True, "options": dict(self.timing),
                                         # the shape of the distribution: quantiles 0, 0.1, ..., 1
                                         "deciles_us": [round(quantile(srt, q / 10), 3) for q in range(11)]
-                                        if srt else []}
+                                        if srt else [],
+                                        # reported by the runner: a diagnostic, never judged
+                                        "host_enqueue": host_summary(
+                                            c.host_us, candidate_spin_cycles(float(self.timing["wake_us"])))}
         if self.mode in ("bench", "full") and self.baseline_set is not None:
             bl = self.baseline_set
             rep["baselines"] = bl["baselines"]

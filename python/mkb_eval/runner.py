@@ -313,14 +313,19 @@ class Runner:
             for _ in range(int(msg.get("warmup", 0))):
                 call()
             self._sync()
+            host: list[float] = []
             times = timing.timed_reps(call, int(msg["reps"]), self.flush if msg.get("flush", True) else None,
-                                      before, None if profile_at is None else int(profile_at), prof)
+                                      before, None if profile_at is None else int(profile_at), prof,
+                                      spin_cycles=min(timing.MAX_WAKE_CYCLES,
+                                                      max(timing.WAKE_CYCLES, int(msg.get("spin_cycles") or 0))),
+                                      host_us=host)
             wall = timing.wall_per_call_us(call, int(msg["wall_calls"])) if msg.get("wall_calls") else None
         except Abort:
             return {"ok": False, "reason": "aborted", "error": "timing stopped by the judge"}
         except BaseException as e:  # noqa: BLE001
             return {"ok": False, "reason": "runtime_error", "error": _tb(e), "summary": _summary(e)}
-        return {"ok": True, "times_us": times, "wall_us_per_call": wall, "profile": profile.get("record")}
+        return {"ok": True, "times_us": times, "host_us": host, "wall_us_per_call": wall,
+                "profile": profile.get("record")}
 
     def serve(self) -> None:
         ops = {"load": self.op_load, "build": self.op_build, "bind": self.op_bind, "call": self.op_call,

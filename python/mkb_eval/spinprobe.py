@@ -4,6 +4,10 @@ spin lengths, in interleaved rounds (drift between rounds shows as spread of the
 
     python -m mkb_eval.spinprobe A03 A07 --cycles 100000,400000,1600000 --rounds 3 --reps 60 \\
         --out bench/h200/<date>/spinprobe.json
+    python -m mkb_eval.spinprobe C02 F08 --solutions tirx ...   # the expert solutions of one DSL instead
+
+With --solutions the targets are the expert kernels (problems/<F>/<id>_*/<dsl>/solution.py, built
+in this process for the benchmark shape, no sandbox): how long a DSL's host path takes per call.
 
 Question it answers: when the host needs longer to enqueue a call than the spin keeps the GPU busy,
 the window opens on an idle GPU and the host's time is counted; a longer spin removes that (the
@@ -26,7 +30,7 @@ import torch
 from . import timing
 from .bundle import Bundle
 from .correctness import call_with_params
-from .problem import InputGenerator, allocate
+from .problem import InputGenerator, allocate, make_spec
 
 
 def enqueue_us(fn: Callable[[], Any], n: int = 30) -> float:
@@ -62,7 +66,33 @@ def probe(bundle: Bundle, pid: str, cycles: list[int], rounds: int, reps: int) -
     compiled = torch.compile(getattr(ref, comp_name))
     fns = {f"eager:{eager_name}": lambda: call_with_params(eager, inputs, params),
            f"compile:{comp_name}": lambda: call_with_params(compiled, inputs, params)}
-    out: dict[str, Any] = {"problem": pid, "shape": dict(bench.dims), "targets": {}}
+    return measure(pid, dict(bench.dims), fns, cycles, rounds, reps, flush)
+
+
+def probe_solution(bundle: Bundle, pid: str, dsl: str, cycles: list[int], rounds: int,
+                   reps: int) -> dict[str, Any]:
+    """The expert solution of `dsl`, built for the benchmark shape and called on fresh buffers."""
+    import importlib.util
+
+    problem = bundle.problem(pid)
+    bench = problem.benchmark_shape
+    path = problem.dir / dsl / "solution.py"
+    spec = importlib.util.spec_from_file_location(f"mkb_probe_{pid}_{dsl}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    run = module.build(make_spec(problem, bench))
+    inputs = allocate(problem.inputs, bench, "cuda")
+    outputs = allocate(problem.outputs, bench, "cuda")
+    InputGenerator(problem, 0).fill(inputs, bench, "probe")
+    args = [*inputs, *outputs]
+    flush = timing.l2_flush_buffer()
+    return measure(pid, dict(bench.dims), {f"{dsl}:solution": lambda: run(*args)}, cycles, rounds, reps, flush)
+
+
+def measure(pid: str, dims: dict[str, Any], fns: dict[str, Callable[[], Any]], cycles: list[int], rounds: int,
+            reps: int, flush: torch.Tensor) -> dict[str, Any]:
+    out: dict[str, Any] = {"problem": pid, "shape": dims, "targets": {}}
     with torch.no_grad():
         for label, fn in fns.items():
             for _ in range(3):
@@ -87,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--solutions", choices=["cute", "tirx"], help="probe this DSL's expert solutions instead")
     args = ap.parse_args(argv)
     if not torch.cuda.is_available():
         print("spinprobe: no CUDA device", file=sys.stderr)
@@ -96,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for pid in args.problems:
         try:
-            results.append(probe(bundle, pid, cycles, args.rounds, args.reps))
+            if args.solutions:
+                results.append(probe_solution(bundle, pid, args.solutions, cycles, args.rounds, args.reps))
+            else:
+                results.append(probe(bundle, pid, cycles, args.rounds, args.reps))
         except Exception as e:  # noqa: BLE001 - one problem's failure is reported, the rest still run
             print(f"{pid}: {type(e).__name__}: {e}", flush=True)
             results.append({"problem": pid, "error": f"{type(e).__name__}: {e}"})
@@ -104,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps({"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
                                             "cycles": cycles, "rounds": args.rounds, "reps": args.reps,
+                                            "solutions": args.solutions,
                                             "results": results}, indent=1))
     return 0
 

@@ -48,6 +48,22 @@ WAKE_CYCLES = 100_000
 # escapes it (docs/evaluator.md "Timing").
 SPIN_CYCLES_PER_US = 1980
 MAX_WAKE_CYCLES = 20_000_000
+# A candidate's spin, chosen by the judge (never from anything the candidate controls), in us.
+# Measured on the H200 (bench/h200/2026-12-02/README.md): in the sandboxed runner, each timed
+# repetition follows the judge's exchange and the host reaches the end of a call 60-115 us
+# (median; up to ~300 us) after launching the spin, against 9-25 us for the same kernels called
+# back to back in one process: the host path runs cold after every exchange. A 50 us spin let
+# that host time into the window in the slow repetitions (TIRx F03: median 86.5 against 79.2 us,
+# IQR 8.3 us); CANDIDATE_WAKE_US covers it. $MKB_WAKE_US overrides it for experiments (recorded
+# in every report's env.timing.options).
+CANDIDATE_WAKE_US = 200.0
+
+
+def candidate_spin_cycles(wake_us: float) -> int:
+    """The candidate's spin for `wake_us` microseconds at the maximum SM clock, within bounds."""
+    if not math.isfinite(wake_us) or wake_us <= 0:
+        return WAKE_CYCLES
+    return int(min(MAX_WAKE_CYCLES, max(WAKE_CYCLES, wake_us * SPIN_CYCLES_PER_US)))
 # The plausibility guard's allowance for clock and measurement variation: a median under
 # PLAUSIBLE_FRACTION x the roofline ideal is physically impossible on this GPU.
 PLAUSIBLE_FRACTION = 0.95
@@ -160,12 +176,14 @@ def wake_cycles(enqueue_us: float | None) -> int:
 
 def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
                before: Callable[[int], None] | None = None, profile_at: int | None = None,
-               profile: Callable[[], None] | None = None, spin_cycles: int | None = None) -> list[float]:
+               profile: Callable[[], None] | None = None, spin_cycles: int | None = None,
+               host_us: list[float] | None = None) -> list[float]:
     """`reps` repetitions of: [before(i)], flush L2, device sync, spin (`spin_cycles`, default
     WAKE_CYCLES), start event, fn(), end event, device sync; microseconds. `before(i)` is where the
     judge writes rep i's fresh inputs and poisoned outputs (the runner waits for its "go" there).
     Rep `profile_at` calls `profile()` (fn under the recorders) instead of the timed window; it
-    yields no time."""
+    yields no time. `host_us`, if given, receives each timed rep's host time from the spin's launch
+    to the end event's record (when it exceeds the spin, the window opened on an idle GPU)."""
     spin = WAKE_CYCLES if spin_cycles is None else int(spin_cycles)
     start = _Event(enable_timing=True)
     end = _Event(enable_timing=True)
@@ -180,14 +198,30 @@ def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
             profile()
             _sync()
             continue
+        t0 = _perf()
         _sleep(spin)  # the GPU is busy until the call's first launch is enqueued (wake_cycles)
         _ev_record(start)
         fn()
         _ev_record(end)
+        if host_us is not None:
+            host_us.append((_perf() - t0) * 1e6)
         _ev_sync(end)
         out.append(float(_ev_elapsed(start, end)) * 1000.0)
         _sync()  # the device is idle before the judge reads the outputs
     return out
+
+
+def host_summary(host_us: Sequence[float], spin_cycles: int = WAKE_CYCLES) -> dict[str, Any]:
+    """The host side of the timed reps: median and p90 of the time from the spin's launch to the end
+    event's record, and how many reps took longer than the spin keeps the GPU busy (the spin's
+    length at the maximum SM clock): in those the window opened on an idle GPU and host time was
+    counted."""
+    srt = sorted(host_us)
+    spin_us = spin_cycles / SPIN_CYCLES_PER_US
+    return {"median_us": round(quantile(srt, 0.5), 2) if srt else None,
+            "p90_us": round(quantile(srt, 0.9), 2) if srt else None,
+            "max_us": round(srt[-1], 2) if srt else None, "spin_us": round(spin_us, 2),
+            "reps_over_spin": sum(1 for h in srt if h > spin_us), "reps": len(srt)}
 
 
 def wall_per_call_us(fn: Callable[[], Any], n: int, batches: int = 3) -> float:

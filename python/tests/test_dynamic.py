@@ -167,6 +167,15 @@ def test_wake_spin_covers_the_host_enqueue_time() -> None:
     assert wake_cycles(1e9) == timing.MAX_WAKE_CYCLES
 
 
+def test_candidate_spin_is_the_judges_constant_within_bounds() -> None:
+    c = timing.candidate_spin_cycles(timing.CANDIDATE_WAKE_US)
+    assert c == int(timing.CANDIDATE_WAKE_US * timing.SPIN_CYCLES_PER_US)
+    assert c / timing.SPIN_CYCLES_PER_US >= 150.0  # covers the runner's measured cold host path (p90 ~140 us)
+    assert timing.candidate_spin_cycles(0.0) == timing.WAKE_CYCLES
+    assert timing.candidate_spin_cycles(float("inf")) == timing.WAKE_CYCLES
+    assert timing.candidate_spin_cycles(1e12) == timing.MAX_WAKE_CYCLES
+
+
 def test_warm_up_measures_the_median_enqueue_time(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = {"t": 0.0}
     host_us = iter([500.0, 40.0, 60.0, 50.0, 45.0])  # the first call is slow (a JIT), the rest ~50 us
@@ -201,6 +210,38 @@ def test_wall_clock_check_takes_the_best_batch(monkeypatch: pytest.MonkeyPatch) 
     clock.update(t=0.0, calls=0)
     one = timing.wall_per_call_us(fn, 20, batches=1)
     assert one == pytest.approx(350.0) and wall_mismatch(100.0, one)
+
+
+def test_timed_reps_report_the_host_time_of_each_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = {"t": 0.0}
+    host = iter([20.0, 80.0, 30.0])  # one call whose host path outlasts the 50 us spin
+
+    class FakeEvent:
+        def __init__(self, enable_timing: bool = False) -> None:
+            self.at = 0.0
+
+    def record(ev: FakeEvent) -> None:
+        ev.at = clock["t"]
+
+    def fn() -> None:
+        clock["t"] += next(host) * 1e-6
+
+    monkeypatch.setattr(timing, "_perf", lambda: clock["t"])
+    monkeypatch.setattr(timing, "_sync", lambda: None)
+    monkeypatch.setattr(timing, "_sleep", lambda cycles: None)
+    monkeypatch.setattr(timing, "_Event", FakeEvent)
+    monkeypatch.setattr(timing, "_ev_record", record)
+    monkeypatch.setattr(timing, "_ev_sync", lambda ev: None)
+    monkeypatch.setattr(timing, "_ev_elapsed", lambda a, b: (b.at - a.at) * 1e3)
+    host_us: list[float] = []
+    times = timing.timed_reps(fn, 3, None, host_us=host_us)
+    assert times == pytest.approx([20.0, 80.0, 30.0])
+    assert host_us == pytest.approx([20.0, 80.0, 30.0])
+    s = timing.host_summary(host_us)
+    assert s["median_us"] == pytest.approx(30.0) and s["max_us"] == pytest.approx(80.0)
+    assert s["reps_over_spin"] == 1 and s["reps"] == 3
+    assert s["spin_us"] == pytest.approx(timing.WAKE_CYCLES / timing.SPIN_CYCLES_PER_US, abs=0.01)
+    assert timing.host_summary([])["median_us"] is None
 
 
 def test_tirx_kernel_names() -> None:

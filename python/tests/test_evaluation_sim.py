@@ -390,7 +390,10 @@ def test_timed_reps_are_checked_in_secret(tmp_path: Path, monkeypatch: pytest.Mo
     unchecked_answers = [a for n, a in enumerate(answers) if n not in flat_checked]
     assert checked_answers and unchecked_answers and {str(a) for a in checked_answers} == {str(a) for a in unchecked_answers}
     for m in runner.time_msgs:
-        assert set(m) <= {"op", "shape", "warmup", "reps", "profile_at", "flush", "wall_calls"}, m
+        assert set(m) <= {"op", "shape", "warmup", "reps", "profile_at", "flush", "wall_calls", "spin_cycles"}, m
+    # the spin before the window is the judge's constant, the same in every round
+    spins = {m.get("spin_cycles") for m in runner.time_msgs if m.get("reps")}
+    assert spins == {timing.candidate_spin_cycles(timing.CANDIDATE_WAKE_US)}, spins
 
 
 def test_adaptive_repetitions(tmp_path: Path) -> None:
