@@ -1,4 +1,5 @@
-"""B09 groupnorm_silu, CuTe DSL expert solution: y = silu(group_norm(x, 32, w, b, eps)), NCHW fp16.
+"""B09 groupnorm_silu, CuTe DSL expert solution: y = silu(group_norm(x, 32, w, b, eps)), NCHW fp16,
+fp32 math, one fp16 rounding; one thread-block CLUSTER per (sample, group).
 
 Memory-bound: x is read once and y written once; every element stays in registers between the
 read and the write, so there is no second pass over global memory, even though one (sample,
@@ -6,66 +7,80 @@ group) statistic covers C/32 * H * W elements (262144 = 512 KB at the benchmark 
 than one CTA can hold).
 
 Layout: in NCHW a group (n, g) is one contiguous run of L = C/32 * H * W elements, so x is viewed
-as a row-major matrix of N * 32 group rows of length L (channel c = g * C/32 + col // (H * W)).
+as a row-major (N * 32, L) matrix, one row per group (channel c = g * C/32 + col // (H * W)).
 
 Design
-  * One compile per shape set with static (N, C, H, W, groups, eps).  A CTA of TPR threads owns
-    one slice of SL = TPR * VPT * 8 consecutive elements of one group row: thread t holds VPT
-    128-bit vectors (8 fp16) at columns (j * TPR + t) * 8, so a warp reads 512 contiguous bytes
-    per access, and all VPT loads are issued before any math (64 B in flight per thread).
-  * Small groups (L <= 16384): TPR is the smallest power of two (32..512) with VPT <= 4 and one
-    CTA holds the whole group (S = 1 slice); the statistics are two block reductions (sum, then
-    sum of squared deviations from the mean, both over registers), as in a row norm.
-  * Large groups (L > 16384, the benchmark): TPR = 512, VPT = 4, SL = 16384 (one 32 KB channel
-    plane at 128 x 128), and the group is split over S = ceil(L / SL) CTAs (16 at the benchmark,
-    4096 CTAs in all).  Each CTA computes its slice's sum and M2 (sum of squared deviations from
-    the slice mean; two block reductions over registers), thread 0 writes them to a scratch
-    buffer of partials, publishes them (fence.acq_rel.gpu, then one atomic add on the group's
-    arrival counter) and spins with ld.acquire.gpu until the other S - 1 CTAs of the group have
-    arrived.  Warp 0 then merges the S partials exactly (Chan: mean = sum / L,
-    M2 = sum_i M2_i + n_i (mean_i - mean)^2), so the statistics are as good as a two-pass
-    computation, and the CTA normalizes the slice it still holds in registers.
-    The barrier is the cooperative-groups one: the CTA of slice 0 adds 2^31 - (S - 1), the
-    others add 1, so the sign bit of the counter flips exactly when the last one arrives and the
-    low bits return to their start value: the counter never needs resetting.
-  * Forward progress: a CTA waits only for the other CTAs of its own group.  Work is handed out
-    by a ticket (one atomic add per CTA on a global counter when it starts, reset by the CTA
-    that draws the last ticket; ticket t = (group, slice) = (t / S, t % S)), so tickets are
-    drawn in start order: when a CTA waits, every lower ticket belongs to a running or finished
-    CTA, only the group holding the highest drawn ticket can still miss members, and it can only
-    be stuck if fewer than S CTAs fit on the GPU at once (S = 16, against 132 SMs x 3 CTAs).
-    This does not rely on the hardware's block dispatch order.
-  * Scratch: N * 32 * S * 2 fp32 partials (written in full every call) and N * 32 + 1 int32
-    counters, allocated with torch.empty once, in build() when a GPU is present (else on the
-    first run() call), and zeroed once there by a second, tiny CuTe kernel (so every run()
-    launches the same single kernel); every call leaves the counters at their start value.
-  * Affine + SiLU in fp32: per vector the channel's fp16 w, b are loaded (L1/L2 hits; at the
-    benchmark shape one slice is one channel, so the index is uniform per CTA) and folded with
-    the statistics into a = rstd * w, c = b - mean * a; v = x * a + c (one FMA),
-    y = v * rcp(1 + exp2(-v * log2 e)) (ex2.approx + rcp.approx, relative error ~2^-22),
-    one rounding to fp16 on the store.  v << 0: exp2 -> inf, rcp -> 0, y = -0; v >> 0: y = v.
-    rstd = rsqrt(M2 / L + eps) (rsqrt.approx, ~2^-23 relative).
+  * One compile per shape set with static (N, C, H, W, groups, eps). Grid = N * 32 * K CTAs
+    launched as clusters of K CTAs (cluster dims (K, 1, 1)): cluster i is group row i, CTA rank
+    r = blockIdx.x % K holds slice r of SL = TPR * VPT * 8 consecutive elements in registers
+    (thread t: VPT 128-bit vectors at columns (j * TPR + t) * 8, all loads issued before any
+    math, so a warp reads 512 contiguous bytes per access).
+    Benchmark (8 x 512 x 128 x 128, L = 262144 = 512 KB): K = 8, TPR = 512, VPT = 8,
+    SL = 32768 (64 KB per CTA, 128 B per thread), 2048 CTAs = 256 clusters.
+  * Statistics: each CTA reduces its slice's sum and M2 (squared deviations from the slice
+    mean) over registers (two block reductions), thread 0 puts (sum, M2) in the CTA's shared
+    memory, one cluster barrier (barrier.cluster.arrive.release / wait.acquire; ptxas emits a
+    MEMBAR.ALL.GPU for the release, with no global stores outstanding yet), then lanes
+    0..K-1 of every warp read the K partials through distributed shared memory (mapa +
+    ld.shared::cluster) and merge them exactly (Chan: mean = sum / L,
+    M2 = sum_r M2_r + n_r (mean_r - mean)^2), so the statistics are as good as a two-pass
+    computation. No global scratch, no atomics, no zeroing kernel, one launch. A second
+    (relaxed) cluster arrive once the partials are consumed, and its wait just before the CTA
+    exits, keeps every CTA's shared memory alive until all its peers have read it. Clusters
+    are co-scheduled by the hardware, so no forward-progress scheme is needed.
+  * Affine + SiLU in fp32: per vector the channel's fp16 w, b are loaded before the reductions
+    (their latency hides behind them; when a vector row of the CTA lies in one channel the
+    index is uniform) and folded with the statistics into a = rstd * w, c = b - mean * a;
+    v = x * a + c (one FMA), y = v * rcp(1 + exp2(-v * log2 e)) (ex2.approx + rcp.approx,
+    relative error ~2^-22), one rounding to fp16 on the store. v << 0: exp2 -> inf, rcp -> 0,
+    y = -0; v >> 0: y = v. rstd = rsqrt(M2 / L + eps) (rsqrt.approx, ~2^-23 relative).
+  * Config (_config): K is the largest of 8, 4, 2, 1 (at most 8: the portable cluster size)
+    such that a slice of TPR (power of two, 32..512) threads x VPT (1..8) vectors gives exactly
+    K slices; at the check shapes: small K=1 (one CTA, no cluster barrier), ragged (L=1200)
+    K=2 slices of 768 + 432, medium K=8 (1024 each, TPR 32 x VPT 4) -- so the checks exercise
+    the cluster merge and the ragged last slice.
+  * min_blocks_per_mp = 2 (ptxas register cap 64 for 512 threads: 32 data + 32 other); the
+    M2 and apply phases convert fp16 -> fp32 through an opaque cvt (_h2f) so that no fp32 copy
+    of the slice stays live: sm_90a cubin at the benchmark shape: 64 registers, 0 spill
+    (120 bytes per thread spilled without it).
   * Ragged edges (L not a multiple of SL): predicated 128-bit loads/stores, one predicate per
     vector (H * W % 8 == 0, so a vector never straddles a row end or a channel); padding lanes
     are zero-filled, add 0 to the sum and are masked out of M2; the last slice's element count
     is used in the Chan merge; the channel index of padding vectors is clamped.
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
     tensors straight through on torch's current stream (about 5 us of host overhead).
-What stands in the way of speed: each CTA has loads in flight only during its first phase; the
-two block reductions, the wait for the group's other CTAs (started right next to it) and the
-merge are latency that the other 2 resident CTAs of the SM (512 threads each) must cover
-(registers capped at 40 so that 3 CTAs fit per SM: at most 96 KB of loads in flight per SM).
-Unmeasured on the H200 so far.
-Limits: S <= 32 (L <= 524288), N * C * H * W < 2**31 (32-bit offsets); build() raises ValueError
-beyond that.
+Why this beats a grid-wide barrier (arithmetic, H200 132 SMs): the previous design split a group
+over 16 CTAs of 32 KB joined through global memory: every CTA first drew a ticket (one L2
+atomic round trip, ~1 us, before its first load), then after its reductions did fence + atomic
++ acquire-spin on L2 (~1.5-3 us) and read the partials back from L2 (~0.7 us); with 4096 CTAs
+in 10.3 waves of 396, a CTA lived ~10 us of which only its 32 KB load kept DRAM busy. Here the
+ticket is gone, the barrier is the SM-to-SM cluster barrier (sub-us) and the partials come from
+the peers' shared memory (~0.2 us). Per SM: 2 resident CTAs x 64 KB = 128 KB of loads in flight
+at the start of a CTA (Little: ~35 KB needed per SM), 2048 CTAs / (~32 resident clusters x 8)
+= 8 waves, no ragged tail. What is left: the per-CTA serial chain load -> 2 block reductions ->
+cluster barrier -> SiLU -> stores, which the other resident CTA has to cover (the SiLU alone is
+2 MUFU ops per element: 67.1M * 2 / (132 SMs * 16/clk) = 63.5K cycles per SM, ~34 us of the
+57.6 us ideal, so it must overlap the other CTA's loads).
+Limits: L <= 8 * 32768 (one cluster of 8 CTAs x 64 KB holds a group), N * C * H * W < 2**31;
+build() raises ValueError beyond that.
+
+Measured on the H200 (bench/h200/2026-12-02/diag-cute-wake200.json, full mode, one judge): 90.4 us
+(IQR 2.5), 63.7% of the roofline ideal (57.6 us), 5.18x the fastest eager formulation, 1.90x
+torch.compile; the previous grid-barrier design 104.8 us in the same run. The estimate was
+70-80 us: the gain is 14.4 us, less than estimated. A SiLU through one tanh.approx (one MUFU op
+instead of two) measured 89.4 us (IQR 3.2), within the noise, with a thinner tolerance margin
+(tanh.approx's ~2^-11 relative error), so the exact SiLU above is kept. The same cluster design
+in TIRx measured 94.9 us against the TIRx expert's grid-barrier design at 92.5 us
+(bench/h200/2026-12-02/diag-wake200.json), so the TIRx expert keeps its grid barrier.
 """
 import math
 
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
 import cutlass.cute as cute
-import torch
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+from cutlass.cutlass_dsl import T, dsl_user_op
 
 try:  # nvidia-cutlass-dsl 4.8: cutlass.memory.SmemAllocator; older: cutlass.utils
     from cutlass.memory import SmemAllocator
@@ -73,26 +88,48 @@ except ImportError:  # pragma: no cover
     from cutlass.utils import SmemAllocator
 
 VEC = 8            # fp16 per 128-bit access
-VPT_MAX = 4        # max 128-bit vectors per thread (32 values of the slice)
+VPT_MAX = 8        # 128-bit vectors per thread at most (64 values: 32 data registers)
 TPR_MAX = 512      # threads per CTA at most
-SL_MAX = VEC * VPT_MAX * TPR_MAX   # 16384 elements per CTA
-S_MAX = 32         # CTAs per group at most (one partial per lane in the merge)
-# Occupancy target: 1536 threads per SM (3 CTAs of 512), passed to ptxas as minctasm, which caps
-# registers at 40 per thread (cubin compiled here at the benchmark shape: 40 registers, 6 words
-# spilled to L1-resident local memory around the barrier; without the cap: 59 registers, 2 CTAs).
-THREADS_PER_SM = 1536
+K_MAX = 8          # CTAs per cluster at most (portable cluster size)
+THREADS_PER_SM = 1024   # occupancy target: 2 CTAs of 512 threads (ptxas cap 64 registers)
 NEG_LOG2_E = -math.log2(math.e)
 
 
+@dsl_user_op
+def _ld_dsmem_f32(ptr, *, loc=None, ip=None) -> cutlass.Float32:
+    """fp32 load through a distributed-shared-memory pointer (ld.shared::cluster.f32)."""
+    return cutlass.Float32(llvm.load(T.f32(), ptr.to_llvm_ptr(loc=loc, ip=ip), loc=loc, ip=ip))
+
+
+@dsl_user_op
+def _h2f(x, *, loc=None, ip=None) -> cutlass.Float32:
+    """fp16 -> fp32 through an opaque (side-effecting) cvt.f32.f16: never merged with another
+    conversion of the same element, so no fp32 copy of the slice stays live across the
+    reductions and the cluster barrier (with plain conversions LLVM reused the first ones and
+    ptxas spilled 120 bytes per thread at the 64-register cap; with this, no spill)."""
+    bits = llvm.bitcast(T.i16(), x.ir_value(loc=loc, ip=ip), loc=loc, ip=ip)
+    return cutlass.Float32(llvm.inline_asm(T.f32(), [bits], "cvt.f32.f16 $0, $1;", "=f,h",
+                                           has_side_effects=True, loc=loc, ip=ip))
+
+
 def _config(L: int) -> tuple[int, int, int]:
-    """(TPR threads per CTA, VPT vectors per thread, S CTAs per group) for group length L."""
-    nvec = L // VEC
-    if L > SL_MAX:
-        return TPR_MAX, VPT_MAX, -(-L // SL_MAX)
-    tpr = 32
-    while tpr < TPR_MAX and -(-nvec // tpr) > VPT_MAX:
-        tpr *= 2
-    return tpr, -(-nvec // tpr), 1
+    """(TPR threads per CTA, VPT vectors per thread, K CTAs per group) for group length L.
+
+    K is the largest power of two <= 8 for which some slice size SL = TPR * VPT * 8 cuts L
+    into exactly K slices ((K - 1) * SL < L <= K * SL); TPR is the smallest that works.
+    """
+    for k in (8, 4, 2, 1):
+        need = -(-L // k)                      # elements per slice at least
+        tpr = 32
+        while tpr < TPR_MAX and -(-need // (tpr * VEC)) > VPT_MAX:
+            tpr *= 2
+        vpt = -(-need // (tpr * VEC))
+        if vpt > VPT_MAX:
+            continue
+        sl = tpr * vpt * VEC
+        if (k - 1) * sl < L <= k * sl:
+            return tpr, vpt, k
+    raise ValueError(f"group of {L} elements does not fit one cluster of {K_MAX} CTAs")
 
 
 @cute.jit
@@ -106,20 +143,16 @@ def _cta_sum(val: cutlass.Float32, tpr: cutlass.Constexpr, buf: cute.Tensor):
         if lane == 0:
             buf[warp] = val
         cute.arch.sync_threads()
-        # Every group of nwarps lanes reads all partials: a butterfly over nwarps lanes leaves
-        # the full sum in every lane.
         val = cute.arch.warp_reduction_sum(buf[lane % nwarps], threads_in_group=nwarps)
     return val
 
 
 @cute.kernel
-def _gn_silu_kernel(
+def _gn_silu_cluster_kernel(
     mX: cute.Tensor,            # (N * G, L) row-major fp16: one row per (sample, group)
     mW: cute.Tensor,            # (C,) fp16
     mB: cute.Tensor,            # (C,) fp16
     mY: cute.Tensor,            # (N * G, L) row-major fp16
-    mPart: cute.Tensor,         # (N * G * S * 2,) fp32 scratch: (sum, M2) per slice
-    mCnt: cute.Tensor,          # (N * G + 1,) int32 scratch: arrival counter per group, ticket
     tiled_copy: cute.TiledCopy,
     tpr: cutlass.Constexpr,
     vpt: cutlass.Constexpr,
@@ -133,32 +166,19 @@ def _gn_silu_kernel(
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
     lane = cute.arch.lane_idx()
-    warp = cute.arch.warp_idx()
 
     smem = SmemAllocator()
     red_a = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32), byte_alignment=16)
     red_b = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32), byte_alignment=16)
-    stat = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2), byte_alignment=16)
-    tick = smem.allocate_tensor(cutlass.Int32, cute.make_layout(1), byte_alignment=16)
+    part = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2), byte_alignment=16)
 
-    rows = mX.shape[0]
     L = mX.shape[1]
     sl = tpr * vpt * VEC
     n_last = L - (n_slices - 1) * sl            # elements in the group's last slice
 
-    # Work item: (group row, slice).  With several slices per group it comes from a ticket, so
-    # the CTAs of a group start in order (see the module docstring).
-    item = bidx
-    if cutlass.const_expr(n_slices > 1):
-        if tidx == 0:
-            t = cute.arch.atomic_add(mCnt.iterator + rows, cutlass.Int32(1), sem="relaxed", scope="gpu")
-            if t == rows * n_slices - 1:        # the last ticket of this launch: reset for the next
-                mCnt[rows] = cutlass.Int32(0)
-            tick[0] = t
-        cute.arch.sync_threads()
-        item = tick[0]
-    grp = item // n_slices
-    slc = item - grp * n_slices
+    # Cluster (K, 1, 1) over a 1-D grid: cluster = group row, rank in cluster = slice.
+    grp = bidx // n_slices
+    slc = bidx - grp * n_slices
 
     tile = (1, sl)
     gX = cute.local_tile(mX, tile, (grp, slc))
@@ -189,13 +209,15 @@ def _gn_silu_kernel(
     g_chan0 = (grp % groups) * cpg              # first channel of the group
     w_v = []
     b_v = []
-    if cutlass.const_expr(n_slices > 1 and hw % sl == 0):
-        c = g_chan0 + (slc * sl) // hw          # the whole slice lies in one channel
-        wc = mW[c].to(cutlass.Float32)
-        bc = mB[c].to(cutlass.Float32)
+    if cutlass.const_expr(hw % (tpr * VEC) == 0):
+        # every 128-bit vector j of the CTA lies in one channel, the same for all threads
         for j in cutlass.range_constexpr(vpt):
-            w_v.append(wc)
-            b_v.append(bc)
+            ch = (slc * sl + j * tpr * VEC) // hw
+            if cutlass.const_expr(check_bounds):
+                if ch > cpg - 1:                # a vector row wholly past L: clamp (never stored)
+                    ch = cpg - 1
+            w_v.append(mW[g_chan0 + ch].to(cutlass.Float32))
+            b_v.append(mB[g_chan0 + ch].to(cutlass.Float32))
     else:
         for j in cutlass.range_constexpr(vpt):
             col = slc * sl + (j * tpr + tidx) * VEC
@@ -215,8 +237,10 @@ def _gn_silu_kernel(
     lmean = lsum / cutlass.Float32(n_here)
     m2 = cutlass.Float32(0.0)
     for j in cutlass.range_constexpr(vpt):
-        d = tXrX[None, 0, j].load().to(cutlass.Float32) - lmean
-        s = (d * d).reduce(cute.ReductionOp.ADD, 0.0, 0)
+        s = cutlass.Float32(0.0)
+        for i in cutlass.range_constexpr(VEC):
+            d = _h2f(tXrX[i, 0, j]) - lmean
+            s = s + d * d
         if cutlass.const_expr(check_bounds):
             if pred[0, 0, j]:
                 m2 = m2 + s
@@ -228,66 +252,60 @@ def _gn_silu_kernel(
     rstd = cute.math.rsqrt(lm2 * (1.0 / L) + eps, fastmath=True)
     if cutlass.const_expr(n_slices > 1):
         if tidx == 0:
-            base = (grp * n_slices + slc) * 2
-            mPart[base] = lsum
-            mPart[base + 1] = lm2
-            cute.arch.fence_acq_rel_gpu()       # partials visible before the arrival
-            inc = cutlass.Int32(1)
-            if slc == 0:
-                inc = cutlass.Int32(2**31 - (n_slices - 1))
-            old = cute.arch.atomic_add(mCnt.iterator + grp, inc, sem="relaxed", scope="gpu")
-            cur = old
-            while (old ^ cur) >= 0:             # until the sign bit flips: all S arrived
-                cur = cute.arch.load(mCnt.iterator + grp, cutlass.Int32, sem="acquire", scope="gpu")
-            cute.arch.fence_acq_rel_gpu()
-        cute.arch.sync_threads()
-        if warp == 0:
-            ps = cutlass.Float32(0.0)
-            pm2 = cutlass.Float32(0.0)
-            pn = cutlass.Float32(0.0)
-            if lane < n_slices:
-                pbase = (grp * n_slices + lane) * 2
-                ps = cute.arch.load(mPart.iterator + pbase, cutlass.Float32, sem="relaxed", scope="gpu")
-                pm2 = cute.arch.load(mPart.iterator + (pbase + 1), cutlass.Float32, sem="relaxed",
-                                     scope="gpu")
-                pn = cutlass.Float32(sl)
+            part[0] = lsum
+            part[1] = lm2
+        # Cluster barrier: release our partials, acquire the peers'.
+        cute.arch.cluster_arrive(aligned=True)
+        cute.arch.cluster_wait()
+        # Every warp merges the K partials itself (lane r reads CTA r's shared memory).
+        ps = cutlass.Float32(0.0)
+        pm2 = cutlass.Float32(0.0)
+        pn = cutlass.Float32(0.0)
+        if lane < n_slices:
+            rp = cute.arch.map_dsmem_ptr(part.iterator, lane)       # mapa.shared::cluster
+            ps = _ld_dsmem_f32(rp)                                    # ld.shared::cluster
+            pm2 = _ld_dsmem_f32(rp + 1)
+            pn = cutlass.Float32(sl)
+            if cutlass.const_expr(n_last != sl):
                 if lane == n_slices - 1:
                     pn = cutlass.Float32(n_last)
-            gmean = cute.arch.warp_reduction_sum(ps, threads_in_group=32) * (1.0 / L)
-            term = cutlass.Float32(0.0)
-            if lane < n_slices:
-                dm = ps / pn - gmean
-                term = pm2 + pn * dm * dm
-            gm2 = cute.arch.warp_reduction_sum(term, threads_in_group=32)
-            if lane == 0:
-                stat[0] = gmean
-                stat[1] = cute.math.rsqrt(gm2 * (1.0 / L) + eps, fastmath=True)
-        cute.arch.sync_threads()
-        mean = stat[0]
-        rstd = stat[1]
+        gmean = cute.arch.warp_reduction_sum(ps, threads_in_group=32) * (1.0 / L)
+        term = cutlass.Float32(0.0)
+        if lane < n_slices:
+            dm = ps / pn - gmean
+            term = pm2 + pn * dm * dm
+        gm2 = cute.arch.warp_reduction_sum(term, threads_in_group=32)
+        # The peers' partials have been consumed (gm2 depends on them): arrive now (relaxed: no
+        # GPU-wide membar), wait just before exiting, so that every CTA keeps its shared
+        # memory until all its peers have read it.
+        cute.arch.cluster_arrive_relaxed(aligned=True)
+        mean = gmean
+        rstd = cute.math.rsqrt(gm2 * (1.0 / L) + eps, fastmath=True)
 
     # Affine + SiLU, one fp16 rounding.
     for j in cutlass.range_constexpr(vpt):
         a = rstd * w_v[j]
         sh = b_v[j] - mean * a
-        v = tXrX[None, 0, j].load().to(cutlass.Float32) * a + sh
-        e = cute.math.exp2(v * NEG_LOG2_E, fastmath=True)
-        tYrY[None, 0, j].store((v * cute.math.rcp(e + 1.0, approx=True, ftz=True)).to(mY.element_type))
+        for i in cutlass.range_constexpr(VEC):
+            v = _h2f(tXrX[i, 0, j]) * a + sh
+            e = cute.math.exp2(v * NEG_LOG2_E, fastmath=True)
+            tYrY[i, 0, j] = (v * cute.math.rcp(e + 1.0, approx=True, ftz=True)).to(mY.element_type)
 
     if cutlass.const_expr(check_bounds):
         cute.copy(tiled_copy, tYrY, tYgY, pred=pred)
     else:
         cute.copy(tiled_copy, tYrY, tYgY)
 
+    if cutlass.const_expr(n_slices > 1):
+        cute.arch.cluster_wait()
+
 
 @cute.jit
-def _gn_silu_host(
+def _gn_silu_cluster_host(
     mX: cute.Tensor,
     mW: cute.Tensor,
     mB: cute.Tensor,
     mY: cute.Tensor,
-    mPart: cute.Tensor,
-    mCnt: cute.Tensor,
     stream: cuda.CUstream,
     tpr: cutlass.Constexpr,
     vpt: cutlass.Constexpr,
@@ -308,26 +326,15 @@ def _gn_silu_host(
     mX2 = cute.make_tensor(mX.iterator, grp_layout)
     mY2 = cute.make_tensor(mY.iterator, grp_layout)
     check_bounds = L % (tpr * vpt * VEC) != 0
-    _gn_silu_kernel(mX2, mW, mB, mY2, mPart, mCnt, tiled_copy, tpr, vpt, n_slices, hw, cpg, groups,
-                    eps, check_bounds).launch(
+    _gn_silu_cluster_kernel(mX2, mW, mB, mY2, tiled_copy, tpr, vpt, n_slices, hw, cpg, groups,
+                            eps, check_bounds).launch(
         grid=[rows * n_slices, 1, 1],
         block=[tpr, 1, 1],
+        cluster=[n_slices, 1, 1],
         min_blocks_per_mp=min(32, THREADS_PER_SM // tpr),
         preferred_smem_carveout=-1,     # the driver default; given so no device query at compile
         stream=stream,
     )
-
-
-@cute.kernel
-def _zero_kernel(mCnt: cute.Tensor):
-    tidx, _, _ = cute.arch.thread_idx()
-    for i in cutlass.range(tidx, cute.size(mCnt), 256):
-        mCnt[i] = cutlass.Int32(0)
-
-
-@cute.jit
-def _zero_host(mCnt: cute.Tensor, stream: cuda.CUstream):
-    _zero_kernel(mCnt).launch(grid=[1, 1, 1], block=[256, 1, 1], stream=stream)
 
 
 _CACHE: dict = {}
@@ -349,47 +356,23 @@ def build(spec):
     if N * C * hw >= 2**31:
         raise ValueError("N*C*H*W must stay below 2**31 elements (32-bit static index math)")
     cpg = C // groups
-    rows = N * groups
     L = cpg * hw
     tpr, vpt, n_slices = _config(L)
-    if n_slices > S_MAX:
-        raise ValueError(f"group of {L} elements needs {n_slices} CTAs (max {S_MAX})")
-    n_part = rows * n_slices * 2
     key = (N, C, H, W, groups, eps)
-    fns = _CACHE.get(key)
-    if fns is None:
+    fn = _CACHE.get(key)
+    if fn is None:
         f16 = cutlass.Float16
         nchw = (N, C, H, W)
         x = make_fake_compact_tensor(f16, nchw, stride_order=(3, 2, 1, 0), assumed_align=16)
         w = make_fake_compact_tensor(f16, (C,), assumed_align=16)
         b = make_fake_compact_tensor(f16, (C,), assumed_align=16)
         y = make_fake_compact_tensor(f16, nchw, stride_order=(3, 2, 1, 0), assumed_align=16)
-        part = make_fake_compact_tensor(cutlass.Float32, (n_part,), assumed_align=16)
-        cnt = make_fake_compact_tensor(cutlass.Int32, (rows + 1,), assumed_align=16)
         stream = make_fake_stream(use_tvm_ffi_env_stream=True)
-        fn = cute.compile(_gn_silu_host, x, w, b, y, part, cnt, stream, tpr, vpt, n_slices, hw, cpg,
+        fn = cute.compile(_gn_silu_cluster_host, x, w, b, y, stream, tpr, vpt, n_slices, hw, cpg,
                           groups, eps, options="--enable-tvm-ffi")
-        zero = cute.compile(_zero_host, cnt, stream, options="--enable-tvm-ffi")
-        fns = (fn, zero)
-        _CACHE[key] = fns
-    fn, zero = fns
-    scratch: list = []
+        _CACHE[key] = fn
 
-    def init_scratch(device: torch.device) -> None:
-        part_t = torch.empty((n_part,), dtype=torch.float32, device=device)
-        cnt_t = torch.empty((rows + 1,), dtype=torch.int32, device=device)
-        zero(cnt_t)                              # counters start at 0 (see the docstring)
-        torch.cuda.current_stream().synchronize()
-        scratch[:] = [part_t, cnt_t]
-
-    # Set up here when a GPU is present, so that every run() launches the same single kernel
-    # (a compile-only build has no GPU: then the first run() does it).
-    if torch.cuda.is_available():
-        init_scratch(torch.device("cuda", torch.cuda.current_device()))
-
-    def run(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, y: torch.Tensor) -> None:
-        if not scratch:
-            init_scratch(x.device)
-        fn(x, w, b, y, scratch[0], scratch[1])
+    def run(x, w, b, y) -> None:
+        fn(x, w, b, y)
 
     return run

@@ -10,24 +10,25 @@ two kernels, without atomics (the same bits on every call):
 Kernel 1 (per row: dx; per CTA: fp32 dw partials)
   * A row is handled by TPR threads (a power of two, 32..1024) that each hold VPT 128-bit vectors
     (8 bf16) of it, vector j of a thread starting at column (j * TPR + lane) * 8, so a warp reads
-    512 contiguous bytes per access.  TPR is the smallest power of two with VPT <= VPT_MAX = 4
-    (H = 4096 -> 128 threads x 4 vectors; H = 1000 -> 32 x 4 with 125 of 128 vectors used;
+    512 contiguous bytes per access.  TPR is the smallest power of two with VPT <= VPT_MAX = 2
+    (H = 4096 -> 256 threads x 2 vectors; H = 1000 -> 64 x 2 with 125 of 128 vectors used;
     H = 128 -> 32 x 1 with 16 of 32 lanes used).  TPR == 32: ROWS_SMALL = 4 rows (one warp each)
     per CTA; TPR > 32: one row per CTA.
-  * Persistent grid of G CTAs, at most THREADS_PER_SM / (CTA size) = 4 resident CTAs on each of
+  * Persistent grid of G CTAs, at most THREADS_PER_SM / (CTA size) = 2 resident CTAs on each of
     the H200's 132 SMs, with G chosen so that every CTA gets the same number of row tiles up to
-    one (T = 16384, H = 4096 -> G = 512 CTAs of exactly 32 rows).  A launch bound
-    (min_blocks_per_mp = 4, i.e. .minnctapersm) caps registers at 128 per thread so those 4 CTAs
-    fit (offline ptxas: 128 registers, no spills, at the benchmark shape).  CTA b walks row tiles
+    one (T = 16384, H = 4096 -> G = 261 CTAs of 62 or 63 rows).  A launch bound
+    (min_blocks_per_mp = 2, i.e. .minnctapersm) caps registers at 128 per thread so those CTAs
+    fit (offline ptxas: 80 registers, no spills, at the benchmark shape).  CTA b walks row tiles
     b, b + G, b + 2G, ... in order, so at any time the CTAs stream neighbouring rows.
   * Aligned shapes (T % ROWS == 0 and H % (TPR * VPT * 8) == 0, the benchmark among them): dy
-    and x reach shared memory through a cp.async ring of STAGES = 2 stages (cp.async.cg, 16 B,
-    L1 bypassed): while row i is computed, row i + 1 is already in flight, so the loads of a warp
-    overlap its own reduction and math (64 to 128 KB in flight per SM).  Each thread copies and
-    reads back only its own slice (the same thread-value layout), so cp.async.wait_group alone
-    makes its data visible, and the row barrier (an explicit one when TPR == 32) orders the
-    reads of a stage before the copies that overwrite it.  Shared memory: w + 2 stages of dy
-    and x = 41.5 KB per CTA at H = 4096 (carveout set to 100%).
+    and x reach shared memory through a cp.async ring of `stages` stages (_stages(): as many
+    16 KB stages as the CTA's share of the SM's 228 KB holds next to w: 6 at H = 4096;
+    cp.async.cg, 16 B, L1 bypassed): while row i is computed, rows i + 1 .. i + stages - 1 are
+    in flight, so the loads overlap the reductions and math (5 rows, 80 KB, per CTA: 160 KB in
+    flight per SM).  Each thread copies and reads back only its own slice (the same
+    thread-value layout), so cp.async.wait_group alone makes its data visible, and a stage is
+    refilled only by the thread that read it one iteration earlier.  Shared memory: 8 KB of w
+    + 6 x 16 KB = 104.5 KB per CTA at H = 4096 (carveout set to 100%).
     Ragged shapes: predicated 128-bit loads straight into registers, zero-filled (the plain path
     of B01), so no copy ever touches memory outside the tensors.
   * Each thread keeps an fp32 dw accumulator for its columns in registers.  w is loaded once per
@@ -38,33 +39,51 @@ Kernel 1 (per row: dx; per CTA: fp32 dw partials)
     (rsqrt.approx, ~2^-23 relative), mean(g * xhat) = rstd * sum(g * x) / H,
     dx = rstd * (g - xhat * mean(g * xhat)) in fp32, rounded to bf16 once at the store;
     dw_acc += dy * xhat.
-  * At the end each row slot of the CTA stores its fp32 partial row (padded row length
+  * After its row loop the CTA executes griddepcontrol.launch_dependents (kernel 2 may be
+    scheduled from then on), then each row slot stores its fp32 partial row (padded row length
     HP = TPR * VPT * 8, 128-bit stores, no predicates: padding columns hold zeros) to a scratch
     buffer of P = G * ROWS rows.
 Kernel 2 (dw = column sums of the P partial rows)
-  * 32 columns per CTA (one per lane: 128-byte coalesced rows), 8 warps splitting the partial
-    rows (warp r sums rows r, r + 8, ... in order, unrolled 8 deep so eight loads are in flight),
-    then warp 0 adds the eight warp totals in a fixed order and stores dw.
-  So dw is a fixed-order fp32 sum (a chain of about T / G terms per thread, then short fixed
-  chains): bitwise reproducible, and far inside the 1e-4 bound (the statement measures a
-  16384-term row-after-row chain at 0.03 of it; a CPU emulation of this exact order measured
-  at most 0.003 of it, dx at most 0.21 of its bound).
+  * 32 columns per CTA as 32 row slices x 8 float4 groups (256 threads; 128-bit loads through a
+    tiled copy, predicated on rows past P), grid.x = HP / 32.  Slice s of a column group sums
+    partial rows s, s + 32, ... in order (9 rows at the benchmark shape, all loaded before they
+    are added: about 36 KB in flight per CTA), then a fixed pairwise tree over the 32 slices in
+    shared memory (5 barrier steps), and 32 threads store one column each.
+  * Launched as a programmatic dependent of kernel 1 (use_pdl=True): its launch overlaps kernel
+    1's tail, and it waits in griddepcontrol.wait until kernel 1 has finished and its stores are
+    visible.  USE_PDL = False launches both kernels plainly.
+  So dw is a fixed-order fp32 sum (CTA row chains of 62 or 63 terms, then 9-term chains per
+  slice, then the 32-slice tree): bitwise reproducible, and far inside the 1e-4 bound (the
+  statement measures a 16384-term row-after-row chain at 0.03 of it; a CPU emulation of this
+  exact order measured at most 0.006 of it at the benchmark shape, dx at most 0.21 of its bound).
 
 Ragged edges: H not a multiple of TPR * VPT * 8 and ragged T use predicated 128-bit loads/stores
 (H % 8 == 0, so a vector is fully inside or fully outside) on the register path; padding is
 zero-filled, so it adds 0 to both row sums and to dw (0 * xhat, with rstd finite thanks to eps).
-Kernel 2 clamps its column for the read and predicates the store against H.
-Scratch: P * HP fp32 (8 MiB at the benchmark shape, about 2% of the 402 MB of minimal traffic),
-written once and read once right after, mostly from L2; allocated with torch.empty on the first
-run() call and reused (build() may run without a GPU).
+Kernel 2 predicates its loads (rows past P) and its store (columns past H).
+Scratch: P * HP fp32 (4.3 MB at the benchmark shape, about 1% of the 402 MB of minimal traffic),
+written once at the end of kernel 1 and read once right after, mostly from L2; allocated with
+torch.empty on the first run() call and reused (build() may run without a GPU).
 Host path: one --enable-tvm-ffi function launches both kernels on torch's current stream.
-What stands in the way of speed: the second launch (a few us against ~100 us), the scratch
-round trip, and shared-memory traffic (dy and x pass through it: 32 KB per row per CTA, well
-under its bandwidth).  Unmeasured on the H200 so far; if the cp.async path misbehaves, setting
-the aligned shapes onto the register path (check_bounds = True in the host function) is a
-one-line fallback that is known to compile.
-Limits: H <= 8 * VPT_MAX * 1024 (32768) and T * H < 2**31 (32-bit offsets); build() raises
+If the cp.async path misbehaves, setting the aligned shapes onto the register path
+(check_bounds = True in the host function) is a one-line fallback.
+Limits: H <= 8 * VPT_MAX * 1024 (16384) and T * H < 2**31 (32-bit offsets); build() raises
 ValueError beyond that.
+
+Measured on the H200 (bench/h200/2026-12-02/diag-cute-wake200.json; full mode, one judge, 200 us
+wake spin): 112.3 us (IQR 1.6), 76.9% of the 86.3 us roofline ideal.  The previous design (512
+CTAs of 128 threads, 4 per SM at 128 registers, a 2-stage ring: one row in flight per CTA, at
+most 64 KB per SM and less while a row is reduced; 512 partial rows, 8.4 MB; kernel 2 with one
+4-byte load per thread and row in 8 sequential batches of 8, about 8 KB in flight per CTA, i.e.
+~8 L2 round trips, then a serial 8-warp sum; launched plainly) took 117.5 us in the same run.
+Why it is faster: Little's law asks for about 4.66 TB/s x ~1.5 us loaded latency / 132 SMs =
+~53 KB in flight per SM, which the old ring barely held; the 6-stage ring holds 160 KB (a 3x
+margin); kernel 2 now needs one or two L2 round trips instead of ~8, and its launch overlaps
+kernel 1's tail.  The gain is small: 5.2 us, 4.4%, short of the <= 108 us that was estimated.
+A variant with 3 CTAs of 128 threads per SM (4-stage ring, 144 KB in flight per SM, 123
+registers) measured 112.0 us (IQR 1.7), the same within noise; this one is kept for its lower
+register count.  The TIRx expert measured 110.3 us (diag-wake200.json): both DSLs remain below
+80% of the ideal.
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
@@ -79,14 +98,16 @@ except ImportError:  # pragma: no cover
     from cutlass.utils import SmemAllocator
 
 VEC = 8            # bf16 per 128-bit access
-VPT_MAX = 4        # max 128-bit vectors per thread (32 fp32 values of the row)
+VPT_MAX = 2        # max 128-bit vectors per thread (16 fp32 values of the row)
 ROWS_SMALL = 4     # rows per CTA when one warp handles a row
 NUM_SMS = 132      # H200 SMs: sizes the persistent grid (correctness does not depend on it)
-THREADS_PER_SM = 512   # kernel-1 threads per SM: 4 CTAs of 128, 128 registers each (launch bound)
-SMEM_CARVEOUT = 100    # % of the unified L1/shared memory as shared (41.5 KB per CTA at H = 4096)
-STAGES = 2             # cp.async ring depth (the row computed + STAGES - 1 rows in flight)
-RED_GROUPS = 8     # kernel 2: warps splitting the partial rows of one 32-column tile
-RED_UNROLL = 8     # kernel 2: loads in flight per thread
+THREADS_PER_SM = 512   # kernel-1 threads per SM: 2 CTAs of 256, 128 registers each (launch bound)
+SMEM_CARVEOUT = 100    # % of the unified L1/shared memory as shared (104.5 KB per CTA at H = 4096)
+SMEM_PER_SM = 228 * 1024   # H200 shared memory per SM (each CTA also costs 1 KB reserved)
+MAX_STAGES = 8         # cp.async ring depth cap (the row computed + stages - 1 rows in flight)
+RED_SLICES = 32    # kernel 2: row slices of one 32-column tile (CTA = 32 slices x 8 float4 groups)
+RED_MAX_UNROLL = 16    # kernel 2: partial-row chunks of 32 rows loaded before they are added
+USE_PDL = True     # kernel 2 is a programmatic dependent launch of kernel 1 (griddepcontrol)
 
 
 def _config(H: int) -> tuple[int, int, int]:
@@ -105,6 +126,14 @@ def _config(H: int) -> tuple[int, int, int]:
 def _ctas_per_sm(tpr: int, rows: int) -> int:
     """Kernel-1 CTAs per SM, enforced with a launch bound (min_blocks_per_mp)."""
     return max(1, THREADS_PER_SM // (tpr * rows))
+
+
+def _stages(tpr: int, vpt: int, rows: int) -> int:
+    """cp.async ring depth: as many (dy, x) row-tile stages as the CTA's share of shared memory
+    holds next to w and the reduction buffer (H = 4096: 6 stages of 16 KB, 2 CTAs per SM)."""
+    hp = tpr * vpt * VEC
+    budget = SMEM_PER_SM // _ctas_per_sm(tpr, rows) - 1024 - rows * hp * 2 - 1024
+    return max(2, min(MAX_STAGES, budget // (2 * rows * hp * 2)))
 
 
 def _grid(n_tiles: int, tpr: int, rows: int) -> int:
@@ -178,6 +207,7 @@ def _rows_kernel(
     n_ctas: cutlass.Constexpr,
     eps: cutlass.Constexpr,
     check_bounds: cutlass.Constexpr,
+    stages: cutlass.Constexpr,
 ):
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
@@ -228,11 +258,11 @@ def _rows_kernel(
         # only its own slice (the same thread-value layout), so cp.async.wait_group alone makes
         # its data visible; the row barrier (or an explicit one for TPR == 32) orders the reads
         # of a stage before the copies that overwrite it.
-        stage_layout = cute.make_layout((rows, tile[1], STAGES), stride=(tile[1], 1, rows * tile[1]))
+        stage_layout = cute.make_layout((rows, tile[1], stages), stride=(tile[1], 1, rows * tile[1]))
         sDY = smem.allocate_tensor(mDY.element_type, stage_layout, byte_alignment=128)
         sX = smem.allocate_tensor(mX.element_type, stage_layout, byte_alignment=128)
         thr_a = async_copy.get_slice(tidx)
-        for s in cutlass.range_constexpr(STAGES - 1):   # prologue: rows 0 .. STAGES - 2
+        for s in cutlass.range_constexpr(stages - 1):   # prologue: rows 0 .. stages - 2
             if s < n_mine:
                 _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, bidx + s * n_ctas, s)
             cute.arch.cp_async_commit_group()
@@ -255,12 +285,12 @@ def _rows_kernel(
             dy = tDYrDY.load().to(cutlass.Float32)
             x = tXrX.load().to(cutlass.Float32)
         else:
-            nxt = i + (STAGES - 1)
+            nxt = i + (stages - 1)
             if nxt < n_mine:
-                _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, bidx + nxt * n_ctas, nxt % STAGES)
+                _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, bidx + nxt * n_ctas, nxt % stages)
             cute.arch.cp_async_commit_group()
-            cute.arch.cp_async_wait_group(STAGES - 1)   # this thread's copies of row i landed
-            stage = i % STAGES
+            cute.arch.cp_async_wait_group(stages - 1)   # this thread's copies of row i landed
+            stage = i % stages
             dy = thr.partition_S(sDY[None, None, stage]).load().to(cutlass.Float32)
             x = thr.partition_S(sX[None, None, stage]).load().to(cutlass.Float32)
 
@@ -284,6 +314,8 @@ def _rows_kernel(
             # the next iteration's cp.async overwrites the stage (write-after-read).
             cute.arch.sync_threads()
 
+    if cutlass.const_expr(USE_PDL):
+        cute.arch.griddepcontrol_launch_dependents()    # kernel 2 may be scheduled from here on
     cute.autovec_copy(acc, tSgS)                        # this CTA's partial rows, 128-bit stores
 
 
@@ -291,36 +323,62 @@ def _rows_kernel(
 def _colsum_kernel(
     mS: cute.Tensor,            # (P, HP) row-major fp32 partials
     mDW: cute.Tensor,           # (H,) fp32
+    red_copy: cute.TiledCopy,   # 32 slices x 8 threads, 4 fp32 (128 bits) per thread
     n_part: cutlass.Constexpr,
+    n_batch: cutlass.Constexpr,
+    unroll: cutlass.Constexpr,
 ):
     tidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
-    lane = tidx % 32
-    grp = tidx // 32
+    sl = tidx // 8                                      # row slice
+    cg = tidx % 8                                       # float4 column group of the 32 columns
 
     smem = SmemAllocator()
-    buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout(32 * RED_GROUPS), byte_alignment=16)
+    buf = smem.allocate_tensor(cutlass.Float32, cute.make_layout((RED_SLICES, 32), stride=(32, 1)),
+                               byte_alignment=16)
+    if cutlass.const_expr(USE_PDL):
+        cute.arch.griddepcontrol_wait()                 # kernel 1 done, its partials visible
 
     H = mDW.shape[0]
-    col = bidx * 32 + lane
-    ccol = col
-    if cutlass.const_expr(H % 32 != 0):
-        ccol = cutlass.min(col, H - 1)                  # clamped read; the store is predicated
-    s = cutlass.Float32(0.0)
-    for j in cutlass.range(n_part // RED_GROUPS, unroll=RED_UNROLL):
-        s = s + mS[j * RED_GROUPS + grp, ccol]
-    if cutlass.const_expr(n_part % RED_GROUPS != 0):
-        r = (n_part // RED_GROUPS) * RED_GROUPS + grp
-        if r < n_part:
-            s = s + mS[r, ccol]
-    buf[grp * 32 + lane] = s
+    ctile = (RED_SLICES, 32)
+    thr = red_copy.get_slice(tidx)
+    cS = cute.make_identity_tensor(mS.shape)
+    acc = cute.make_fragment_like(thr.partition_S(cute.local_tile(mS, ctile, (0, bidx))))
+    acc.fill(0.0)
+    for b in cutlass.range(n_batch, unroll=1):
+        frags = []
+        for u in cutlass.range_constexpr(unroll):       # `unroll` 128-bit loads in flight
+            j = b * unroll + u
+            src = thr.partition_S(cute.local_tile(mS, ctile, (j, bidx)))
+            tc = thr.partition_S(cute.local_tile(cS, ctile, (j, bidx)))
+            pred = cute.make_rmem_tensor(
+                (cute.size(tc, mode=[0, 1]), cute.size(tc, mode=[1]), cute.size(tc, mode=[2])),
+                cutlass.Boolean,
+            )
+            for q in cutlass.range_constexpr(cute.size(pred, mode=[0])):
+                for m in cutlass.range_constexpr(cute.size(pred, mode=[1])):
+                    for n in cutlass.range_constexpr(cute.size(pred, mode=[2])):
+                        pred[q, m, n] = cute.elem_less(tc[(0, q), m, n], mS.shape)
+            f = cute.make_fragment_like(src)
+            f.fill(0.0)
+            cute.copy(red_copy, src, f, pred=pred)
+            frags.append(f)
+        for u in cutlass.range_constexpr(unroll):       # rows of the slice in increasing order
+            acc.store(acc.load() + frags[u].load())
+    for e in cutlass.range_constexpr(4):
+        buf[sl, cg * 4 + e] = acc[e]
     cute.arch.sync_threads()
-    if grp == 0:
-        tot = buf[lane]
-        for k in cutlass.range_constexpr(1, RED_GROUPS):
-            tot = tot + buf[k * 32 + lane]
+    # Fixed pairwise tree over the 32 slices: slice s += slice s + step, step = 16, 8, 4, 2, 1.
+    for k in cutlass.range_constexpr(5):
+        step = RED_SLICES >> (k + 1)
+        if sl < step:
+            for e in cutlass.range_constexpr(4):
+                buf[sl, cg * 4 + e] = buf[sl, cg * 4 + e] + buf[sl + step, cg * 4 + e]
+        cute.arch.sync_threads()
+    if tidx < 32:
+        col = bidx * 32 + tidx
         if col < H:
-            mDW[col] = tot
+            mDW[col] = buf[0, tidx]
 
 
 @cute.jit
@@ -337,6 +395,7 @@ def _rmsnorm_bwd_host(
     rows: cutlass.Constexpr,
     n_ctas: cutlass.Constexpr,
     eps: cutlass.Constexpr,
+    stages: cutlass.Constexpr,
 ):
     atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), mX.element_type, num_bits_per_copy=128)
     thr_layout = cute.make_ordered_layout((rows, tpr), order=(1, 0))   # row-major threads
@@ -348,17 +407,25 @@ def _rmsnorm_bwd_host(
     T = mX.shape[0]
     H = mX.shape[1]
     check_bounds = (T % rows != 0) or (H % (vpt * tpr * VEC) != 0)
-    _rows_kernel(mDY, mX, mW, mDX, mS, tiled_copy, async_copy, tpr, vpt, rows, n_ctas, eps, check_bounds).launch(
+    _rows_kernel(mDY, mX, mW, mDX, mS, tiled_copy, async_copy, tpr, vpt, rows, n_ctas, eps, check_bounds,
+                 stages).launch(
         grid=[n_ctas, 1, 1],
         block=[rows * tpr, 1, 1],
         stream=stream,
         min_blocks_per_mp=_ctas_per_sm(tpr, rows),
         preferred_smem_carveout=SMEM_CARVEOUT,
     )
-    _colsum_kernel(mS, mDW, n_ctas * rows).launch(
-        grid=[(H + 31) // 32, 1, 1],
-        block=[32 * RED_GROUPS, 1, 1],
+    atom_r = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)
+    red_copy = cute.make_tiled_copy_tv(atom_r, cute.make_ordered_layout((RED_SLICES, 8), order=(1, 0)),
+                                       cute.make_layout((1, 4)))
+    n_part = n_ctas * rows
+    n_chunk = (n_part + RED_SLICES - 1) // RED_SLICES
+    unroll = min(n_chunk, RED_MAX_UNROLL)
+    _colsum_kernel(mS, mDW, red_copy, n_part, (n_chunk + unroll - 1) // unroll, unroll).launch(
+        grid=[mS.shape[1] // 32, 1, 1],
+        block=[RED_SLICES * 8, 1, 1],
         stream=stream,
+        use_pdl=USE_PDL,
     )
 
 
@@ -378,7 +445,8 @@ def build(spec):
     n_ctas = _grid(-(-T // rows), tpr, rows)
     n_part = n_ctas * rows
     hp = vpt * tpr * VEC
-    key = (T, H, eps, tpr, vpt, rows, n_ctas)
+    stages = _stages(tpr, vpt, rows)
+    key = (T, H, eps, tpr, vpt, rows, n_ctas, stages)
     fn = _CACHE.get(key)
     if fn is None:
         bf16 = cutlass.BFloat16
@@ -389,7 +457,7 @@ def build(spec):
         dw = make_fake_compact_tensor(cutlass.Float32, (H,), assumed_align=16)
         s = make_fake_compact_tensor(cutlass.Float32, (n_part, hp), stride_order=(1, 0), assumed_align=16)
         stream = make_fake_stream(use_tvm_ffi_env_stream=True)
-        fn = cute.compile(_rmsnorm_bwd_host, dy, x, w, dx, dw, s, stream, tpr, vpt, rows, n_ctas, eps,
+        fn = cute.compile(_rmsnorm_bwd_host, dy, x, w, dx, dw, s, stream, tpr, vpt, rows, n_ctas, eps, stages,
                           options="--enable-tvm-ffi")
         _CACHE[key] = fn
     scratch: list = []                                  # the partials buffer, made on first run

@@ -2,8 +2,9 @@
 stably by expert id, x_perm[r] = x[token of the r-th pair] (bf16 rows, exact copies) and
 inv[t, k] = the rank of pair t*K + k.
 
-A counting sort in two launches; x is read once and x_perm written once (the memory-bound
-minimum), the index work is a few hundred KB:
+A counting sort in two launches, the second a programmatic dependent launch (PDL) that overlaps
+the first; x is read once and x_perm written once (the memory-bound minimum), the index work is
+a few hundred KB:
 
 * Chunks: the tokens are cut into NB chunks of TPB consecutive tokens (TPB = 8 at the benchmark:
   NB = 512 chunks of 64 pairs). The rank of pair f (expert e, chunk b) is
@@ -13,35 +14,54 @@ minimum), the index work is a few hundred KB:
   This is exactly the stable order the statement asks for (expert first, then f).
 * Kernel 1 (``moe_permute_offsets``, one CTA of 1024 threads) computes O into a small int32
   scratch (E x NBP, NBP = NB rounded up to 128; made on the first call, rewritten in full by
-  every call): ids are read coalesced (thread tid takes pairs tid + 1024 j, 8 loads in flight)
-  and counted with shared-memory atomics into a histogram of 8-bit counters, four chunks per
-  32-bit word (a count is at most TPB <= 63, so the bytes never carry). Warp w then owns expert
-  rows w, w + 32, ...: row totals (byte sums by one multiply: (word * 0x01010101) >> 24), the
-  expert base (a strided warp sum of the lower rows' totals), then a running warp scan of the
-  row, four chunks per lane per step (the multiply gives the in-word inclusive prefix of the four
-  bytes; a 5-step shuffle scan the lane prefix), stored with coalesced 16-byte stores.
-* Kernel 2 (``moe_permute_copy``, one CTA of up to 256 threads per chunk): every thread first
-  issues its 16-byte ``ld.global.nc.L1::no_allocate`` loads of the chunk's x rows (TPB rows x
-  VPT vectors, 16 loads = 256 bytes in flight per thread at the benchmark), then the first
-  TPB * K threads load the chunk's ids into shared memory, count the earlier pairs of the chunk
-  with the same expert (a broadcast loop over shared memory), add O[e][b], and store inv
-  (coalesced) and the rank to shared memory; after a barrier every thread stores each of its
-  row vectors K times (``st.global.v4.b32``, a warp covers 512 contiguous bytes of a
-  destination row). The load latency overlaps the rank computation.
+  every call). Its first instructions load the ids coalesced (thread tid takes pairs
+  tid + 1024 j, K1_U = 32 loads in flight: one round trip for the 32768 ids at the benchmark),
+  so they are queued ahead of kernel 2's x reads (kernel 1 is the critical path); then
+  griddepcontrol.launch_dependents lets kernel 2 be scheduled. The ids are counted with
+  shared-memory atomics into a histogram of 8-bit counters, four chunks per 32-bit word (a count
+  is at most TPB <= 63, so the bytes never carry). Warp w then owns expert rows w, w + 32, ...:
+  row totals (byte sums by one multiply: (word * 0x01010101) >> 24), the expert base (a strided
+  warp sum of the lower rows' totals), then a running warp scan of the row, four chunks per lane
+  per step (the multiply gives the in-word inclusive prefix of the four bytes; a 5-step shuffle
+  scan the lane prefix), stored with coalesced 16-byte stores.
+* Kernel 2 (``moe_permute_copy``, one CTA of up to 256 threads per chunk, launched with
+  programmatic_stream_serialization). The chunk's rows are copied in batches of RPB rows
+  (RPB * VPT <= 8 vectors of 16 bytes per thread; RPB = 4, VPT = 2, two batches at the
+  benchmark). Before griddepcontrol.wait (which returns once kernel 1 has finished and its
+  writes are visible) every thread issues what does not depend on kernel 1: batch 0 of its x
+  loads (``ld.global.nc.v4.b32``; 16 MB = half of x over the grid), a ``prefetch.global.L2`` for
+  each of its vectors of the later batches (x is 32 MB at the benchmark and fits the 50 MB L2, so
+  all of x is requested from DRAM while kernel 1 runs and the later batches' loads hit L2), and
+  the in-chunk ranks: the first TPB * K threads load the chunk's ids into shared memory and count
+  the earlier pairs of the chunk with the same expert (a broadcast loop over shared memory).
+  After the wait: + O[e][b] (one round trip), inv (coalesced) and the rank to shared memory;
+  after a barrier every thread stores each of its row vectors K times (``st.global.v4.b32``, a
+  warp covers 512 contiguous bytes of a destination row), then loads and stores the next batch.
+  Without PDL support the wait is a no-op and stream order keeps the result correct.
+* One wave: KernelAttributes(min_blocks_per_sm=4) caps ptxas at 64 registers per thread, so
+  132 x 4 = 528 CTA slots hold all NB = 512 chunks at once. Holding the whole chunk in registers
+  (TPB x VPT = 16 vectors per thread) took 80 registers (sm_90a cubin, NVRTC 13): 3 CTAs of 256
+  threads per SM, 396 slots, two waves (the last 116 CTAs start their serial load -> rank ->
+  store prologue only when first-wave CTAs retire, and leave a ragged tail).
 * Ragged edges: tokens past T (T % TPB != 0) are neither loaded nor stored, vectors past H / 8
   (H = 1000: 125 vectors on 128 threads) are predicated; an expert no token chose has an empty
   block (its O entries are written, never used).
-* Cost beyond the minimum: the second launch (its gap, ~ a few us, and kernel 1's own latency
-  chain in one CTA) and about 0.5 MB of index traffic at the benchmark. Unmeasured on the GPU.
+* Arithmetic (T = 4096, H = 4096, K = 8, E = 64): 302 MB of traffic; in flight per SM during the
+  copy 4 CTAs x 256 threads x 8 x 16 B = 128 KB (Little's law asks ~35 KB).
   Int32 indexing: T * K * H < 2^31 (asserted; 1.3e8 at the benchmark).
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-120.2 us, 54.2% of the roofline ideal (65.2 us), 1.46x the fastest eager formulation, 1.42x
-torch.compile; the CuTe expert 95.1 us (this one is 1.26x slower).
-Over the 1.25x rule against the CuTe expert. Measured: only the two runtimes above (no profile).
-Both use the same two-kernel counting sort; the second kernels differ (this one: one CTA per 8
-tokens; the CuTe expert: one CTA per 64 (token, k) pairs, so more row copies in flight per CTA). Not
-verified with a profiler.
+Measured on the H200 (bench/h200/2026-12-02/diag-wake200.json, full mode, one judge): 107.5 us
+(IQR 1.9), 60.3% of the roofline ideal (64.8 us), 1.59x the fastest eager formulation, 1.56x
+torch.compile; the previous design (the two kernels serialized, the whole chunk in registers,
+two waves) 111.0 us in the same run; the same design without the L2 prefetch 109.2 us.
+The overlap gained less than estimated: the estimate was ~84-88 us (the CuTe expert's ~94 us
+minus a hidden prologue of several us), the measured gain is 3.5 us (1.8 us from the one-wave
+copy, PDL, the earlier ids loads and the x loads without .L1::no_allocate together; 1.7 us more
+from the L2 prefetch, of the up to 3.5 us estimated for it). The CuTe expert, the same counting
+sort with PDL and a one-wave copy, runs 89.3 us (bench/h200/2026-12-02/diag-cute-wake200.json):
+TIRx/CuTe = 1.20, an 18 us difference that these runtimes do not explain (no profile taken).
+Differences left in the code: the histogram (8-bit counters and warp scans here, int32 counters
+and segment scans in CuTe) and the L2 prefetch (which measured 90.8 us, no gain, in CuTe).
 """
 import torch
 import tvm_tirx
@@ -51,11 +71,14 @@ from tvm_tirx.target import Target
 VEC = 8  # bf16 per 16-byte vector
 K1_THREADS = 1024
 K1_WARPS = K1_THREADS // 32
-K1_U = 8  # ids loaded per thread before they are counted
+K1_U = 32  # ids loaded per thread before they are counted (one round trip at 32768 ids)
 TPB_MIN = 8  # tokens per chunk (at least)
 HIST_WORDS = 8192  # shared histogram budget of kernel 1 (32 KB of 8-bit counters)
 MAX_THREADS = 256  # threads of a kernel 2 CTA
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.b32"  # x is read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.b32"  # read-only path, no .L1::no_allocate hint
+X_PREFETCH = "prefetch.global.L2"
+BATCH_VECS = 8  # 16-byte x vectors in flight per thread in kernel 2 (32 registers)
+MIN_CTAS = 4  # kernel 2 CTAs per SM ptxas must allow: <= 64 registers per thread
 ST_V4 = "st.global.v4.b32"
 FULL = 0xFFFFFFFF
 
@@ -110,15 +133,23 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
         inc = T.alloc_local((1,), "int32")
         ov = T.alloc_local((4,), "int32")
 
+        # round 0 of the ids loads first (all of them for T*K <= 32768): issued before the copy
+        # kernel's x loads flood the memory system (this CTA is the critical path)
+        for u in T.unroll(K1_U):
+            if IDS_FULL or u * K1_THREADS + tid < NP:
+                ev[u] = idf[u * K1_THREADS + tid]
+        # let the copy kernel (PDL) be scheduled now; it reads OFS only after griddepcontrol.wait
+        T.ptx.griddepcontrol.launch_dependents()
         for j in T.unroll(ZW):
             if Z_FULL or tid + K1_THREADS * j < E * NBW:
                 hist[tid + K1_THREADS * j] = T.uint32(0)
         T.cuda.cta_sync()
         # histogram: 8-bit counters, chunk b in byte b % 4 of word b / 4 of row e
         for jo in T.serial(NJO):
-            for u in T.unroll(K1_U):
-                if IDS_FULL or (jo * K1_U + u) * K1_THREADS + tid < NP:
-                    ev[u] = idf[(jo * K1_U + u) * K1_THREADS + tid]
+            if jo > 0:
+                for u in T.unroll(K1_U):
+                    if IDS_FULL or (jo * K1_U + u) * K1_THREADS + tid < NP:
+                        ev[u] = idf[(jo * K1_U + u) * K1_THREADS + tid]
             for u in T.unroll(K1_U):
                 if IDS_FULL or (jo * K1_U + u) * K1_THREADS + tid < NP:
                     b = T.truncdiv((jo * K1_U + u) * K1_THREADS + tid, PPC)
@@ -168,7 +199,7 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
 
 def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int, nbp: int,
               threads: int, vpt: int):
-    """Kernel 2: ranks of a chunk's pairs (inv) and the row copies."""
+    """Kernel 2: ranks of a chunk's pairs (inv) and the row copies, RPB rows per batch."""
     TT = tokens
     H = hidden
     KK = k
@@ -181,6 +212,8 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
     NV = hidden // VEC
     THREADS = threads
     VPT = vpt
+    RPB = max(1, min(tpb, BATCH_VECS // vpt))  # rows per batch (a power of two dividing TPB)
+    NBATCH = tpb // RPB
     T_FULL = tokens % tpb == 0
     C_FULL = NV % threads == 0
 
@@ -192,18 +225,21 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
         XP: T.Tensor((NP, H), T.bfloat16),
         INV: T.Tensor((TT, KK), "int32"),
     ):
-        T.device_entry(launch=T.cuda.LaunchConfig(grid=NB, block=THREADS))
+        T.device_entry(
+            launch=T.cuda.LaunchConfig(grid=NB, block=THREADS, programmatic_stream_serialization=True),
+            kernel_attrs=T.cuda.KernelAttributes(min_blocks_per_sm=MIN_CTAS),
+        )
         b = T.cuda.block_idx("x")
         tid = T.cuda.thread_idx("x")
         idf = T.decl_tensor(IDS.data, ty_args=[T.Tensor((NP,), "int32")])
         invf = T.decl_tensor(INV.data, ty_args=[T.Tensor((NP,), "int32")])
         se = T.alloc_shared((PPC,), "int32")
         sr = T.alloc_shared((PPC,), "int32")
-        xv = T.alloc_local((TPB * VPT * 4,), "uint32")
+        xv = T.alloc_local((RPB * VPT * 4,), "uint32")
         cnt = T.alloc_local((1,), "int32")
 
-        # the chunk's rows: all loads in flight first
-        for i in T.unroll(TPB):
+        # before the wait: batch 0 of the x rows (an input, independent of kernel 1) ...
+        for i in T.unroll(RPB):
             if T_FULL or b * TPB + i < TT:
                 for m in T.unroll(VPT):
                     if C_FULL or tid + THREADS * m < NV:
@@ -212,7 +248,16 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
                             xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
                             X.ptr_to([b * TPB + i, (tid + THREADS * m) * VEC]),
                         )
-        # ranks of the chunk's pairs
+        # ... the chunk's later batches prefetched into L2 (x is 32 MB at the benchmark, it fits
+        # the 50 MB L2): all of x streams from DRAM while kernel 1 runs ...
+        if T.constexpr(NBATCH > 1):
+            for bt in T.serial(1, NBATCH):
+                for i in T.unroll(RPB):
+                    if T_FULL or b * TPB + bt * RPB + i < TT:
+                        for m in T.unroll(VPT):
+                            if C_FULL or tid + THREADS * m < NV:
+                                T.ptx[X_PREFETCH](X.ptr_to([b * TPB + bt * RPB + i, (tid + THREADS * m) * VEC]))
+        # ... and the in-chunk ranks of the chunk's pairs
         if tid < PPC and b * PPC + tid < NP:
             se[tid] = idf[b * PPC + tid]
         T.cuda.cta_sync()
@@ -222,21 +267,35 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
                 if q < tid:
                     if se[q] == se[tid]:
                         cnt[0] = cnt[0] + 1
+        # OFS is kernel 1's output: wait for that grid (a no-op without PDL)
+        T.ptx.griddepcontrol.wait()
+        if tid < PPC and b * PPC + tid < NP:
             cnt[0] = cnt[0] + OFS[se[tid] * NBP + b]
             invf[b * PPC + tid] = cnt[0]
             sr[tid] = cnt[0]
         T.cuda.cta_sync()
-        # copies
-        for i in T.unroll(TPB):
-            if T_FULL or b * TPB + i < TT:
-                for kk in T.unroll(KK):
-                    for m in T.unroll(VPT):
-                        if C_FULL or tid + THREADS * m < NV:
-                            T.ptx[ST_V4](
-                                XP.ptr_to([sr[i * KK + kk], (tid + THREADS * m) * VEC]),
-                                xv[4 * (i * VPT + m)], xv[4 * (i * VPT + m) + 1],
-                                xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
-                            )
+        # copies, batch by batch (batch 0 already loaded)
+        for bt in T.serial(NBATCH):
+            if bt > 0:
+                for i in T.unroll(RPB):
+                    if T_FULL or b * TPB + bt * RPB + i < TT:
+                        for m in T.unroll(VPT):
+                            if C_FULL or tid + THREADS * m < NV:
+                                T.ptx[X_LOAD](
+                                    xv[4 * (i * VPT + m)], xv[4 * (i * VPT + m) + 1],
+                                    xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
+                                    X.ptr_to([b * TPB + bt * RPB + i, (tid + THREADS * m) * VEC]),
+                                )
+            for i in T.unroll(RPB):
+                if T_FULL or b * TPB + bt * RPB + i < TT:
+                    for kk in T.unroll(KK):
+                        for m in T.unroll(VPT):
+                            if C_FULL or tid + THREADS * m < NV:
+                                T.ptx[ST_V4](
+                                    XP.ptr_to([sr[(bt * RPB + i) * KK + kk], (tid + THREADS * m) * VEC]),
+                                    xv[4 * (i * VPT + m)], xv[4 * (i * VPT + m) + 1],
+                                    xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
+                                )
 
     return moe_permute_copy
 

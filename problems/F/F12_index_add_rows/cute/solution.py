@@ -3,52 +3,78 @@ rows with repeated indices, every destination element accumulated in fp32 (its o
 its contributions) and rounded to bf16 once.
 
 Memory-bound: src read once, out read and written once (336 MB at the benchmark shape).  No
-atomics touch out or any fp32 buffer: the source rows are first grouped by destination row
-(a counting sort of the S indices), then each destination row is summed in registers.
+atomics touch out or any fp32 buffer: the source rows are grouped by destination row (a counting
+sort of the S indices), then each destination row is summed in registers.
 
 Design: one compiled host function launching two kernels on the current stream.
-  * Kernel 1, grouping (one CTA of 1024 threads; the S indices are 256 KB at the benchmark):
-      - histogram of idx over the R rows in shared memory (int32 counters, R <= 32768; the
-        int64 indices read with 128-bit loads, 8 in flight per thread, odd-S tail scalar);
-      - exclusive scan of the counters (each thread a contiguous chunk of ceil(R / 1024)
-        rows, warp shuffles, one shared slot per warp) -> start[r] (global scratch, with
-        start[R] = S) and a per-row cursor in shared memory;
-      - fill: list[atomic_add(cursor[idx[i]], 1)] = i (shared-memory atomics; the order of the
-        source rows within one destination row varies from call to call, which only reorders
-        exact-or-nearly-exact fp32 additions, as the statement allows).
-    Scratch: R + 1 + S int32 (start, list), torch.empty on the first run, fully rewritten every
-    call: nothing to zero, no state survives a call.
-  * Kernel 2, row sums: one CTA per (destination row, column tile of NT * 8 columns), NT =
-    min(256, the row's 128-bit vectors rounded up to a warp); thread = one 128-bit vector of 8
-    columns: acc = fp32(out[r, cols]), then over the row's contributions in batches of 4
-    (4 source vectors in flight per thread, ~128 KB per SM at 8 CTAs; the list entries are
-    uniform loads; the loads are unconditional: slots past the row's end re-read its last
-    contribution and are masked out, as a branch per load would serialize them),
-    acc += fp32(src[i, cols]); one rounding to bf16 on the store back into out.  Each src row
-    is read once in total, out once, written once; every access is a whole 128-bit vector (D % 8 == 0), and
-    columns past D (ragged D) are predicated off.
+  * Kernel 1, grouping, split by destination-row range over G CTAs of 1024 threads: CTA g owns
+    the rows [g * RB, g * RB + RB) (RB = 32 * ceil(R / 1024) clamped to [32, 1024], one counter
+    per thread: R = 4096 -> RB = 128, G = 32 CTAs; R = 50 -> 2 CTAs).
+      - every CTA reads ALL of idx (thread tid: idx[tid + 1024 j], coalesced, its <= 32 loads
+        all in flight before the first use, kept in registers), but buckets only its own rows:
+        for an index in range, a shared-memory atomic_add on the row's counter gives the source
+        its slot in the bucket (the returned old count), packed as ((row - lo) << 16 | slot) in
+        the same register; for an index below the range, a count;
+      - a shuffle block reduction of that count is where the CTA's LIST range starts (base); an
+        exclusive scan of its RB counters (warp shuffles, one shared step across the warps)
+        gives START[lo + t] = base + prefix[t] (CTA 0 also writes START[R] = S);
+      - every source index lands at prefix[row] + slot of a SHARED list, written out to
+        LIST[base ..] with coalesced 4-byte stores.
+    No cross-CTA communication, no global atomics, no extra launch.  The order inside a bucket
+    is whatever the atomics give (the statement allows any order of the fp32 additions).
+    Scratch START (R + 1), LIST (S) int32: made on the first call, rewritten in full by every
+    call (each CTA writes its rows of START and its range of LIST).
+  * Kernel 2, row sums, software-pipelined over RPC = 4 consecutive rows per CTA:
+    CTA = (column chunk of NT * 8 columns, NT = min(128, vectors rounded up to a warp); rows
+    r0 .. r0 + 3); thread = one 16-byte vector of 8 columns.  The 4 rows' buckets are one
+    contiguous LIST range [START[r0], START[r0 + 4]), so the CTA loads the 5 bounds once and walks
+    the range in batches of U = 8 sources (a batch never straddles two rows; an empty row is
+    skipped, neither read nor stored).  While the src loads of batch b are in flight, the LIST
+    entries of batch b + 1 (the next U of the same row, else the first U of the next row: the
+    position min(pos + U, end of row)) and, once per row, the out vector of the next row are
+    loaded too, so per batch a thread waits for one src round trip only.  acc = fp32(out[r]);
+    acc += fp32(src[i]) over the bucket; one cvt.rn.bf16x2.f32 rounding; one 16-byte store.
+  * The global loads and stores of kernel 2 are explicit PTX (llvm.inline_asm): src through
+    ld.global.nc.L1::no_allocate.v4.b32 (read-only, read once), out through ld/st.global.v4.b32.
+    With plain CuTe tensor loads, ptxas interleaves the fp32 adds of the first loads between the
+    later loads (checked in the SASS: 3 of the 8 loads in flight, then a stall).  With the .nc
+    loads ptxas issues all 8 LDG.128 of a batch and the 8 LIST loads of the next batch before
+    the first FADD (checked in the SASS; 79 registers).
+  * Arithmetic at the benchmark (S = 32768, R = D = 4096): kernel 2 has (4 chunks, 1024 row
+    groups) = 4096 CTAs of 128 threads; each moves 4 rows x (8 src + 1 out read + 1 out write) x
+    2 KB = 80 KB.  At 79 registers 6 CTAs (768 threads) fit an SM; a batch has ~5.7 sources x
+    16 B in flight per thread on average (~41% of Poisson(8) rows need a second batch), ~70-75 KB
+    per SM, against the ~35 KB/us x ~1.5 us = ~55 KB that Little's law asks.  The prologue
+    (bounds, then the first LIST window: two L2 round trips) is paid once per 4 rows.
+  * Ragged edges: vectors past D / 8 are predicated off; rows past R in the last group get the
+    clamped bound START[R] = S (empty); the last batch of a bucket is predicated per source.
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
-    tensors straight through on torch's current stream (about 5 us of host overhead).
-What stands in the way of speed: kernel 1 is a single CTA serialized before the sums (a few
-us: 2 x 256 KB of indices through one SM, 2 x S shared atomics, the scan); kernel 2 does no
-load balancing across rows, fine for ~8 contributions per row (benchmark) and slow but correct
-for a few very hot rows (the `hot` check shape: 4 CTAs walk ~2048 contributions each).
-Limits: R <= 32768, S * D and R * D < 2**31 (32-bit offsets).
-Unmeasured on the H200 so far.
+    tensors straight through on torch's current stream.
+Limits (build() raises ValueError): D % 8 == 0, S <= 32768 (kernel 1 keeps ceil(S / 1024) <= 32
+sources per thread in registers, and the slot in 16 bits), R <= 32768, (1024 + S + 64) * 4 bytes
+of shared memory <= 200 KB, S * D and R * D < 2**31 (32-bit offsets).
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-133.7 us, 54.1% of the roofline ideal (72.4 us), 6.58x the fastest eager formulation, 2.74x
-torch.compile; the TIRx expert 100.6 us (this one is 1.33x slower).
-Over the 1.25x rule against the TIRx expert. Measured: only the two runtimes above (no profile).
-Both group the source rows by destination in one CTA and then sum per (row, column tile); the TIRx
-expert keeps 8 source loads in flight per thread against 4 here, the likely cause. Not verified with
-a profiler.
+Measured on the H200 (bench/h200/2026-12-02/diag-cute-wake200.json, full mode, one judge, 200 us
+wake spin): 98.3 us (IQR 1.2), 73.2% of the roofline ideal (72.0 us), 8.95x the fastest eager
+formulation, 3.78x torch.compile; the previous design 132.6 us in the same run.  That design
+kept one or two 16-byte loads in flight per thread in kernel 2 (one row per CTA; ptxas compiled
+its list -> src -> FFMA chain nearly serially at 32 registers), and its one-CTA kernel 1 read idx
+twice and scattered 32768 4-byte stores to random global addresses from one SM.  The same
+kernel 2 behind a one-CTA kernel 1 (idx read once, scatter in shared memory) measured 103.3 us in
+the same run: the split grouping saves 5 us, in line with its estimate (one CTA serializes 256 KB
+of idx, 32768 shared atomics, the fill and 128 KB of writes on one SM before kernel 2, ~8-10 us;
+here each CTA still streams the 256 KB of idx from L2, 8 MB of L2 reads in all, but the atomics,
+the fill and the writes are divided by 32).  The estimate of ~80-85 us (kernel 2 near the copy
+rate) was not reached; not profiled.  The TIRx expert (the same design) runs 97.0 us
+(bench/h200/2026-12-02/diag-wake200.json).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
 import cutlass.cute as cute
 import torch
+from cutlass._mlir.dialects import llvm
 from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+from cutlass.cutlass_dsl import T, dsl_user_op
 
 try:  # nvidia-cutlass-dsl 4.8: cutlass.memory.SmemAllocator; older: cutlass.utils
     from cutlass.memory import SmemAllocator
@@ -57,10 +83,13 @@ except ImportError:  # pragma: no cover
 
 VEC = 8            # bf16 per 128-bit access
 NT_SORT = 1024     # threads of the grouping kernel
-NT_MAX = 256       # threads of a row-sum CTA at most
-BATCH = 8          # index loads in flight per thread (grouping kernel)
-SUM_BATCH = 4      # source vectors in flight per thread (row sums)
-MAX_ROWS = 32768   # counters in shared memory (128 KB)
+NT_MAX = 128       # threads of a row-sum CTA at most
+U = 8              # sources per batch in the row sums
+RPC = 4            # consecutive destination rows per row-sum CTA
+K1_CTAS = 32       # grouping CTAs (destination-row ranges) at most, for R <= 32768
+MAX_SLOTS = 32     # sources per grouping thread (registers)
+MAX_ROWS = 32768   # row << 16 stays positive in an int32
+SMEM_LIMIT = 200 * 1024
 
 
 @cute.kernel
@@ -69,49 +98,51 @@ def _group_kernel(
     mStart: cute.Tensor,        # (R + 1,) int32 scratch
     mList: cute.Tensor,         # (S,) int32 scratch
     R: cutlass.Constexpr,
+    S: cutlass.Constexpr,
+    RB: cutlass.Constexpr,      # destination rows per CTA (<= 1024: one counter per thread)
 ):
     tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
     lane = cute.arch.lane_idx()
     warp = cute.arch.warp_idx()
-    S = mIdx.shape[0]
-    C = (R + NT_SORT - 1) // NT_SORT           # rows per thread in the scan
+    NJ = (S + NT_SORT - 1) // NT_SORT           # sources per thread
+    lo = bidx * RB                              # this CTA's rows: [lo, lo + RB)
 
     smem = SmemAllocator()
-    cnt = smem.allocate_tensor(cutlass.Int32, cute.make_layout(R), byte_alignment=16)
+    cnt = smem.allocate_tensor(cutlass.Int32, cute.make_layout(RB), byte_alignment=16)
+    lst = smem.allocate_tensor(cutlass.Int32, cute.make_layout(S), byte_alignment=16)
     wsum = smem.allocate_tensor(cutlass.Int32, cute.make_layout(32), byte_alignment=16)
+    bsum = smem.allocate_tensor(cutlass.Int32, cute.make_layout(32), byte_alignment=16)
+    pk = cute.make_rmem_tensor((NJ,), cutlass.Int32)    # row, then (row - lo) << 16 | slot, or -1
 
-    for q in cutlass.range(tidx, R, NT_SORT):
-        cnt[q] = cutlass.Int32(0)
+    if tidx < RB:
+        cnt[tidx] = cutlass.Int32(0)
+    for j in cutlass.range_constexpr(NJ):       # all index loads in flight before any use
+        i = tidx + NT_SORT * j
+        pk[j] = cutlass.Int32(-1)
+        if i < S:
+            pk[j] = mIdx[i].to(cutlass.Int32)
+    cute.arch.sync_threads()
+    below = cutlass.Int32(0)                    # sources of rows below lo
+    for j in cutlass.range_constexpr(NJ):
+        row = pk[j]
+        if row >= lo and row < lo + RB:
+            slot = cute.arch.atomic_add(cnt.iterator + (row - lo), cutlass.Int32(1), scope="cta")
+            pk[j] = ((row - lo) << 16) | slot
+        else:
+            if row >= 0 and row < lo:
+                below = below + 1
+            pk[j] = cutlass.Int32(-1)
+    for d in (1, 2, 4, 8, 16):
+        below = below + cute.arch.shuffle_sync_bfly(below, d)
+    if lane == 0:
+        bsum[warp] = below
     cute.arch.sync_threads()
 
-    nv = S // 2
-    nround = (nv + NT_SORT * BATCH - 1) // (NT_SORT * BATCH)
-    gv = cute.make_tensor(mIdx.iterator, cute.make_layout((2, cutlass.max(nv, 1)), stride=(1, 2)))
-    frag = cute.make_rmem_tensor((2, BATCH), cutlass.Int64)
-
-    # Histogram.
-    for rnd in cutlass.range(nround, unroll=1):
-        for u in cutlass.range_constexpr(BATCH):
-            v = (rnd * BATCH + u) * NT_SORT + tidx
-            if v < nv:
-                frag[None, u].store(gv[None, v].load())
-        for u in cutlass.range_constexpr(BATCH):
-            v = (rnd * BATCH + u) * NT_SORT + tidx
-            if v < nv:
-                for j in cutlass.range_constexpr(2):
-                    cute.arch.atomic_add(cnt.iterator + frag[j, u].to(cutlass.Int32), cutlass.Int32(1),
-                                         scope="cta")
-    if S % 2 != 0:
-        if tidx == 0:
-            cute.arch.atomic_add(cnt.iterator + mIdx[S - 1].to(cutlass.Int32), cutlass.Int32(1), scope="cta")
-    cute.arch.sync_threads()
-
-    # Exclusive scan: thread t owns rows [t * C, t * C + C).
+    # Exclusive scan of the RB counters: thread t owns counter t.
     s = cutlass.Int32(0)
-    for c in cutlass.range_constexpr(C):
-        r = tidx * C + c
-        if r < R:
-            s = s + cnt[r]
+    if tidx < RB:
+        s = cnt[tidx]
     x = s
     for d in (1, 2, 4, 8, 16):
         y = cute.arch.shuffle_sync_up(x, d)
@@ -127,37 +158,87 @@ def _group_kernel(
             y = cute.arch.shuffle_sync_up(w, d)
             if lane >= d:
                 w = w + y
-        wsum[lane] = w - w0
+        wsum[lane] = w - w0                     # exclusive warp prefixes
+        b = bsum[lane]
+        for d in (1, 2, 4, 8, 16):
+            b = b + cute.arch.shuffle_sync_bfly(b, d)
+        if lane == 31:
+            bsum[0] = b                         # where this CTA's LIST range starts
+            bsum[1] = w                         # sources of this CTA's rows
     cute.arch.sync_threads()
+    base = bsum[0]
+    tot = bsum[1]
     pre = wsum[warp] + x - s
-    for c in cutlass.range_constexpr(C):
-        r = tidx * C + c
-        if r < R:
-            n = cnt[r]
-            mStart[r] = pre
-            cnt[r] = pre
-            pre = pre + n
+    if tidx < RB:
+        cnt[tidx] = pre
+        if lo + tidx < R:
+            mStart[lo + tidx] = base + pre
     if tidx == 0:
-        mStart[R] = S
+        if bidx == 0:
+            mStart[R] = cutlass.Int32(S)
     cute.arch.sync_threads()
 
-    # Fill the per-row lists.
-    for rnd in cutlass.range(nround, unroll=1):
-        for u in cutlass.range_constexpr(BATCH):
-            v = (rnd * BATCH + u) * NT_SORT + tidx
-            if v < nv:
-                frag[None, u].store(gv[None, v].load())
-        for u in cutlass.range_constexpr(BATCH):
-            v = (rnd * BATCH + u) * NT_SORT + tidx
-            if v < nv:
-                for j in cutlass.range_constexpr(2):
-                    p = cute.arch.atomic_add(cnt.iterator + frag[j, u].to(cutlass.Int32), cutlass.Int32(1),
-                                             scope="cta")
-                    mList[p] = v * 2 + j
-    if S % 2 != 0:
-        if tidx == 0:
-            p = cute.arch.atomic_add(cnt.iterator + mIdx[S - 1].to(cutlass.Int32), cutlass.Int32(1), scope="cta")
-            mList[p] = S - 1
+    # Fill the shared list, then write this CTA's range of LIST out coalesced.
+    for j in cutlass.range_constexpr(NJ):
+        p = pk[j]
+        if p >= 0:
+            lst[cnt[p >> 16] + (p & 0xFFFF)] = tidx + NT_SORT * j
+    cute.arch.sync_threads()
+    for q in cutlass.range(tidx, tot, NT_SORT, unroll=1):
+        mList[base + q] = lst[q]
+
+
+@dsl_user_op
+def _ld_v4(addr: cutlass.Int64, nc: bool, *, loc=None, ip=None) -> list:
+    """One 16-byte global load as four 32-bit words (packed bf16 pairs).  Explicit PTX, so that
+    ptxas sees the read-only source loads on the non-coherent path (as the TIRx expert's are)."""
+    op = "ld.global.nc.L1::no_allocate.v4.b32" if nc else "ld.global.v4.b32"
+    res = llvm.inline_asm(
+        llvm.StructType.get_literal([T.i32(), T.i32(), T.i32(), T.i32()]),
+        [cutlass.Int64(addr).ir_value(loc=loc, ip=ip)],
+        op + " {$0, $1, $2, $3}, [$4];",
+        "=r,=r,=r,=r,l",
+        has_side_effects=True,
+        loc=loc,
+        ip=ip,
+    )
+    return [cutlass.Uint32(llvm.extractvalue(T.i32(), res, [k], loc=loc, ip=ip)) for k in range(4)]
+
+
+@dsl_user_op
+def _st_v4(addr: cutlass.Int64, w0, w1, w2, w3, *, loc=None, ip=None) -> None:
+    """One 16-byte global store of four 32-bit words."""
+    llvm.inline_asm(
+        None,
+        [cutlass.Int64(addr).ir_value(loc=loc, ip=ip)]
+        + [cutlass.Uint32(w).ir_value(loc=loc, ip=ip) for w in (w0, w1, w2, w3)],
+        "st.global.v4.b32 [$0], {$1, $2, $3, $4};",
+        "l,r,r,r,r",
+        has_side_effects=True,
+        loc=loc,
+        ip=ip,
+    )
+
+
+@dsl_user_op
+def _u32_as_f32(w: cutlass.Uint32, *, loc=None, ip=None) -> cutlass.Float32:
+    """Reinterpret the bits of a 32-bit word as fp32."""
+    return cutlass.Float32(llvm.bitcast(cutlass.Float32.mlir_type,
+                                        cutlass.Uint32(w).ir_value(loc=loc, ip=ip), loc=loc, ip=ip))
+
+
+@dsl_user_op
+def _pack_bf16x2(lo: cutlass.Float32, hi: cutlass.Float32, *, loc=None, ip=None) -> cutlass.Uint32:
+    """Round two fp32 values to bf16 (round to nearest even) and pack them, lo in the low half."""
+    return cutlass.Uint32(llvm.inline_asm(
+        cutlass.Uint32.mlir_type,
+        [cutlass.Float32(hi).ir_value(loc=loc, ip=ip), cutlass.Float32(lo).ir_value(loc=loc, ip=ip)],
+        "cvt.rn.bf16x2.f32 $0, $1, $2;",
+        "=r,f,f",
+        has_side_effects=False,
+        loc=loc,
+        ip=ip,
+    ))
 
 
 @cute.kernel
@@ -166,47 +247,74 @@ def _rowsum_kernel(
     mSrc: cute.Tensor,          # (S, D) bf16
     mStart: cute.Tensor,        # (R + 1,) int32
     mList: cute.Tensor,         # (S,) int32
+    R: cutlass.Constexpr,
+    NV: cutlass.Constexpr,      # 16-byte vectors per row
     NT: cutlass.Constexpr,
-    NTL: cutlass.Constexpr,
 ):
     tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    R = mOut.shape[0]
-    S = mSrc.shape[0]
-    D = mOut.shape[1]
-    NV = D // VEC
-    r = bidx // NTL
-    v = (bidx - r * NTL) * NT + tidx
+    bx, by, _ = cute.arch.block_idx()
+    c = bx * NT + tidx                          # this thread's vector in the row
+    r0 = by * RPC
+    out_base = mOut.iterator.toint() + cutlass.Int64(c) * 16
+    src_base = mSrc.iterator.toint() + cutlass.Int64(c) * 16
+    ROWB = NV * 16                              # bytes per row
 
-    go = cute.make_tensor(mOut.iterator, cute.make_layout((VEC, R * NV), stride=(1, VEC)))
-    gs = cute.make_tensor(mSrc.iterator, cute.make_layout((VEC, S * NV), stride=(1, VEC)))
-    ragged = NTL * NT != NV
-    valid = True
-    if cutlass.const_expr(ragged):
-        valid = v < NV
-    vc = v
-    if cutlass.const_expr(ragged):
-        vc = cutlass.min(v, NV - 1)            # clamped: padding threads read a real vector
+    st = cute.make_rmem_tensor((RPC + 1,), cutlass.Int32)     # bucket bounds of the 4 rows
+    pos = cute.make_rmem_tensor((1,), cutlass.Int32)          # next list position
+    li = cute.make_rmem_tensor((U,), cutlass.Int32)           # LIST[pos .. pos + U)
+    ov = cute.make_rmem_tensor((4,), cutlass.Uint32)          # out of the next row, ahead
+    sv = cute.make_rmem_tensor((4, U), cutlass.Uint32)
+    acc = cute.make_rmem_tensor((VEC,), cutlass.Float32)
 
-    s0 = mStart[r]
-    s1 = mStart[r + 1]
-    acc = go[None, r * NV + vc].load().to(cutlass.Float32)
-    frag = cute.make_rmem_tensor((VEC, SUM_BATCH), cutlass.BFloat16)
-    for c in cutlass.range(s0, s1, SUM_BATCH, unroll=1):
-        # Unconditional loads (no branch between them, so all are in flight at once): slots past
-        # the row's last contribution re-read that contribution (an L1/L2 hit) and are masked.
-        for u in cutlass.range_constexpr(SUM_BATCH):
-            i = mList[cutlass.min(c + u, s1 - 1)]
-            frag[None, u].store(gs[None, i * NV + vc].load())
-        for u in cutlass.range_constexpr(SUM_BATCH):
-            x = frag[None, u].load().to(cutlass.Float32)
-            if cutlass.const_expr(u == 0):
-                acc = acc + x                   # c < s1: slot 0 is always real
-            else:
-                keep = cutlass.Float32(cutlass.select_(c + u < s1, cutlass.Float32(1.0), cutlass.Float32(0.0)))
-                acc = acc + x * keep            # (finite inputs: a masked slot adds exactly 0)
-    if valid:
-        go[None, r * NV + vc].store(acc.to(cutlass.BFloat16))
+    if c < NV:
+        # Prologue: the rows' bounds (one contiguous LIST range), the first row's out, the
+        # first LIST window.
+        for k in cutlass.range_constexpr(RPC + 1):
+            st[k] = mStart[cutlass.min(r0 + k, R)]
+        w = _ld_v4(out_base + cutlass.Int64(r0) * ROWB, False)
+        for q in cutlass.range_constexpr(4):
+            ov[q] = w[q]
+        pos[0] = st[0]
+        for u in cutlass.range_constexpr(U):
+            li[u] = cutlass.Int32(0)
+            if pos[0] + u < st[RPC]:
+                li[u] = mList[pos[0] + u]
+        for k in cutlass.range_constexpr(RPC):
+            # Invariant: pos[0] == st[k], li = LIST[st[k] ..], ov = out[r0 + k].
+            e = st[k + 1]
+            if pos[0] < e:
+                for q in cutlass.range_constexpr(4):
+                    acc[2 * q] = _u32_as_f32(ov[q] << 16)
+                    acc[2 * q + 1] = _u32_as_f32(ov[q] & 0xFFFF0000)
+            if cutlass.const_expr(k + 1 < RPC):
+                if r0 + k + 1 < R:             # the next row's out, in flight meanwhile
+                    w = _ld_v4(out_base + cutlass.Int64(r0 + k + 1) * ROWB, False)
+                    for q in cutlass.range_constexpr(4):
+                        ov[q] = w[q]
+            if pos[0] < e:
+                nb = (e - pos[0] + (U - 1)) // U
+                for _jb in cutlass.range(nb, unroll=1):
+                    p0 = pos[0]
+                    for u in cutlass.range_constexpr(U):
+                        if p0 + u < e:
+                            w = _ld_v4(src_base + cutlass.Int64(li[u]) * ROWB, True)
+                            for q in cutlass.range_constexpr(4):
+                                sv[q, u] = w[q]
+                    # The next batch starts at min(p0 + U, e): this row's next U sources, else
+                    # the first U of the next non-empty row; its LIST entries load meanwhile.
+                    p1 = cutlass.min(p0 + U, e)
+                    for u in cutlass.range_constexpr(U):
+                        if p1 + u < st[RPC]:
+                            li[u] = mList[p1 + u]
+                    for u in cutlass.range_constexpr(U):
+                        if p0 + u < e:
+                            for q in cutlass.range_constexpr(4):
+                                acc[2 * q] = acc[2 * q] + _u32_as_f32(sv[q, u] << 16)
+                                acc[2 * q + 1] = acc[2 * q + 1] + _u32_as_f32(sv[q, u] & 0xFFFF0000)
+                    pos[0] = p1
+                _st_v4(out_base + cutlass.Int64(r0 + k) * ROWB,
+                       _pack_bf16x2(acc[0], acc[1]), _pack_bf16x2(acc[2], acc[3]),
+                       _pack_bf16x2(acc[4], acc[5]), _pack_bf16x2(acc[6], acc[7]))
 
 
 @cute.jit
@@ -218,12 +326,17 @@ def _index_add_host(
     mList: cute.Tensor,
     stream: cuda.CUstream,
     R: cutlass.Constexpr,
+    S: cutlass.Constexpr,
+    NV: cutlass.Constexpr,
     NT: cutlass.Constexpr,
-    NTL: cutlass.Constexpr,
+    NCH: cutlass.Constexpr,
 ):
-    _group_kernel(mIdx, mStart, mList, R).launch(grid=[1, 1, 1], block=[NT_SORT, 1, 1], stream=stream)
-    _rowsum_kernel(mOut, mSrc, mStart, mList, NT, NTL).launch(
-        grid=[R * NTL, 1, 1], block=[NT, 1, 1], stream=stream
+    RB = min(NT_SORT, max(32, -(-R // (K1_CTAS * 32)) * 32))
+    _group_kernel(mIdx, mStart, mList, R, S, RB).launch(
+        grid=[(R + RB - 1) // RB, 1, 1], block=[NT_SORT, 1, 1], stream=stream
+    )
+    _rowsum_kernel(mOut, mSrc, mStart, mList, R, NV, NT).launch(
+        grid=[NCH, (R + RPC - 1) // RPC, 1], block=[NT, 1, 1], stream=stream
     )
 
 
@@ -238,12 +351,16 @@ def build(spec):
     if D % VEC != 0:
         raise ValueError(f"D={D} must be a multiple of {VEC} (128-bit vectors)")
     if not 1 <= R <= MAX_ROWS:
-        raise ValueError(f"R={R} must lie in [1, {MAX_ROWS}] (shared-memory counters)")
+        raise ValueError(f"R={R} must lie in [1, {MAX_ROWS}] (row << 16 in an int32)")
+    if not 1 <= S <= NT_SORT * MAX_SLOTS:
+        raise ValueError(f"S={S} must lie in [1, {NT_SORT * MAX_SLOTS}] (sources kept in registers)")
+    if (NT_SORT + S + 64) * 4 > SMEM_LIMIT:
+        raise ValueError("the grouping kernel's shared counters and list exceed 200 KB")
     if max(S, R) * D >= 2**31:
         raise ValueError("S*D and R*D must stay below 2**31 elements (32-bit static index math)")
     nv = D // VEC
     NT = min(NT_MAX, -(-nv // 32) * 32)
-    NTL = -(-nv // NT)
+    NCH = -(-nv // NT)
     key = (S, R, D)
     fn = _CACHE.get(key)
     if fn is None:
@@ -253,7 +370,7 @@ def build(spec):
         st = make_fake_compact_tensor(cutlass.Int32, (R + 1,), assumed_align=16)
         ls = make_fake_compact_tensor(cutlass.Int32, (S,), assumed_align=16)
         stream = make_fake_stream(use_tvm_ffi_env_stream=True)
-        fn = cute.compile(_index_add_host, out, idx, src, st, ls, stream, R, NT, NTL,
+        fn = cute.compile(_index_add_host, out, idx, src, st, ls, stream, R, S, nv, NT, NCH,
                           options="--enable-tvm-ffi")
         _CACHE[key] = fn
     scratch: list = []                  # start[R + 1], list[S]: made on the first run
