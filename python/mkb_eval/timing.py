@@ -43,9 +43,9 @@ WAKE_CYCLES = 100_000
 # the IQR is 0.2-1.0% and the medians stable across rounds. So the judge sizes the spin of each
 # baseline from its measured enqueue time (wake_cycles: twice the median plus 25 us, at
 # SPIN_CYCLES_PER_US, the SM clock at its maximum, so a lower clock only lengthens the spin), never
-# under WAKE_CYCLES, capped at MAX_WAKE_CYCLES. Candidates keep WAKE_CYCLES: a spin sized from their
-# own warm-up would let them lengthen the idle time before the window, in which side-stream work
-# escapes it (docs/evaluator.md "Timing").
+# under WAKE_CYCLES, capped at MAX_WAKE_CYCLES. Candidates get the judge's constant
+# CANDIDATE_WAKE_US instead: a spin sized from their own warm-up would let them lengthen the time
+# before the window, in which side-stream work escapes it (docs/evaluator.md "Timing").
 SPIN_CYCLES_PER_US = 1980
 MAX_WAKE_CYCLES = 20_000_000
 # A candidate's spin, chosen by the judge (never from anything the candidate controls), in us.
