@@ -316,8 +316,7 @@ class Runner:
             host: list[float] = []
             times = timing.timed_reps(call, int(msg["reps"]), self.flush if msg.get("flush", True) else None,
                                       before, None if profile_at is None else int(profile_at), prof,
-                                      spin_cycles=min(timing.MAX_WAKE_CYCLES,
-                                                      max(timing.WAKE_CYCLES, int(msg.get("spin_cycles") or 0))),
+                                      spin_cycles=timing.clamp_spin_cycles(int(msg.get("spin_cycles") or 0)),
                                       host_us=host)
             wall = timing.wall_per_call_us(call, int(msg["wall_calls"])) if msg.get("wall_calls") else None
         except Abort:

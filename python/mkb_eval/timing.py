@@ -59,11 +59,16 @@ MAX_WAKE_CYCLES = 20_000_000
 CANDIDATE_WAKE_US = 200.0
 
 
+def clamp_spin_cycles(cycles: float) -> int:
+    """A spin length within [WAKE_CYCLES, MAX_WAKE_CYCLES]."""
+    return int(min(MAX_WAKE_CYCLES, max(WAKE_CYCLES, cycles)))
+
+
 def candidate_spin_cycles(wake_us: float) -> int:
     """The candidate's spin for `wake_us` microseconds at the maximum SM clock, within bounds."""
     if not math.isfinite(wake_us) or wake_us <= 0:
         return WAKE_CYCLES
-    return int(min(MAX_WAKE_CYCLES, max(WAKE_CYCLES, wake_us * SPIN_CYCLES_PER_US)))
+    return clamp_spin_cycles(wake_us * SPIN_CYCLES_PER_US)
 # The plausibility guard's allowance for clock and measurement variation: a median under
 # PLAUSIBLE_FRACTION x the roofline ideal is physically impossible on this GPU.
 PLAUSIBLE_FRACTION = 0.95
