@@ -4,7 +4,8 @@ inv[t, k] = the rank of pair t*K + k.
 
 A counting sort in two launches, the second a programmatic dependent launch (PDL) that overlaps
 the first; x is read once and x_perm written once (the memory-bound minimum), the index work is
-a few hundred KB:
+a few hundred KB.  ALL of x is requested before the copy kernel waits for the offsets, so after
+the wait the copy kernel is a pure write stream.
 
 * Chunks: the tokens are cut into NB chunks of TPB consecutive tokens (TPB = 8 at the benchmark:
   NB = 512 chunks of 64 pairs). The rank of pair f (expert e, chunk b) is
@@ -19,49 +20,64 @@ a few hundred KB:
   so they are queued ahead of kernel 2's x reads (kernel 1 is the critical path); then
   griddepcontrol.launch_dependents lets kernel 2 be scheduled. The ids are counted with
   shared-memory atomics into a histogram of 8-bit counters, four chunks per 32-bit word (a count
-  is at most TPB <= 63, so the bytes never carry). Warp w then owns expert rows w, w + 32, ...:
-  row totals (byte sums by one multiply: (word * 0x01010101) >> 24), the expert base (a strided
-  warp sum of the lower rows' totals), then a running warp scan of the row, four chunks per lane
-  per step (the multiply gives the in-word inclusive prefix of the four bytes; a 5-step shuffle
-  scan the lane prefix), stored with coalesced 16-byte stores.
+  is at most TPB <= 63, so the bytes never carry).  Expert e's row starts at word e * RS with an
+  ODD row stride RS = NBP / 4 + 1: a warp's 32 pairs share the chunk b, so a lane's bank is
+  (e * RS + b / 4) % 32 = (e + b / 4) % 32, spread by its expert (3.3 replays per warp atomic,
+  emulated on random ids at the benchmark).  With the stride NBP / 4 = 128, a multiple of 32,
+  all 32 lanes' atomics hit one bank: each of the 1024 warp-level ATOMS was replayed 32 times
+  (32768 serialized bank accesses, ~16 us at ~1 per cycle).  Warp w then owns expert rows w,
+  w + 32, ...: row totals (byte sums by one multiply: (word * 0x01010101) >> 24), the expert base
+  (a strided warp sum of the lower rows' totals), then a running warp scan of the row, four
+  chunks per lane per step (the multiply gives the in-word inclusive prefix of the four bytes; a
+  5-step shuffle scan the lane prefix; the row words e * RS + 32 i + lane are consecutive, still
+  conflict-free), stored with coalesced 16-byte stores.
 * Kernel 2 (``moe_permute_copy``, one CTA of up to 256 threads per chunk, launched with
   programmatic_stream_serialization). The chunk's rows are copied in batches of RPB rows
   (RPB * VPT <= 8 vectors of 16 bytes per thread; RPB = 4, VPT = 2, two batches at the
   benchmark). Before griddepcontrol.wait (which returns once kernel 1 has finished and its
-  writes are visible) every thread issues what does not depend on kernel 1: batch 0 of its x
-  loads (``ld.global.nc.v4.b32``; 16 MB = half of x over the grid), a ``prefetch.global.L2`` for
-  each of its vectors of the later batches (x is 32 MB at the benchmark and fits the 50 MB L2, so
-  all of x is requested from DRAM while kernel 1 runs and the later batches' loads hit L2), and
-  the in-chunk ranks: the first TPB * K threads load the chunk's ids into shared memory and count
-  the earlier pairs of the chunk with the same expert (a broadcast loop over shared memory).
+  writes are visible) every thread issues what does not depend on kernel 1:
+    - batch 0 of its x loads into registers, with plain ``ld.global.v4.b32`` (LDG.E.128).  With
+      ``ld.global.nc`` (data read-only for the kernel's lifetime) ptxas was free to move the
+      loads past bar.sync / the wait, and did (in the SASS: LDG after the wait, to shorten their
+      live range over the 64-step rank loop), so none of x was read under kernel 1; the plain
+      loads stay at the top, before the first bar.sync (checked in the SASS);
+    - the chunk's ids into shared memory, one barrier, then batch 1 copied global -> shared by
+      ``cp.async.cg`` (16 B per thread per vector, L2 only, 32 KB per CTA), issued after the
+      barrier (ptxas does not move it across, so the ids and batch 0 are requested first; no
+      registers held);
+    - the in-chunk ranks: the first TPB * K threads count the earlier pairs of the chunk with the
+      same expert (a broadcast loop over shared memory).
   After the wait: + O[e][b] (one round trip), inv (coalesced) and the rank to shared memory;
-  after a barrier every thread stores each of its row vectors K times (``st.global.v4.b32``, a
-  warp covers 512 contiguous bytes of a destination row), then loads and stores the next batch.
+  after a barrier every thread stores each of its batch-0 row vectors K times
+  (``st.global.v4.b32``, a warp covers 512 contiguous bytes = 4 full 128-byte lines of a
+  destination row), then reads batch 1 back from shared memory (``ld.shared.v4``, 8 per thread,
+  only the slots it copied, after cp.async.wait_all: no barrier) and stores it the same way.
+  A third batch (H > 4096 at TPB = 8) is loaded from global memory after batch 1.  Only shapes
+  with 2+ batches use the shared buffer (the benchmark; the check shapes have one batch).
   Without PDL support the wait is a no-op and stream order keeps the result correct.
-* One wave: KernelAttributes(min_blocks_per_sm=4) caps ptxas at 64 registers per thread, so
-  132 x 4 = 528 CTA slots hold all NB = 512 chunks at once. Holding the whole chunk in registers
-  (TPB x VPT = 16 vectors per thread) took 80 registers (sm_90a cubin, NVRTC 13): 3 CTAs of 256
-  threads per SM, 396 slots, two waves (the last 116 CTAs start their serial load -> rank ->
-  store prologue only when first-wave CTAs retire, and leave a ragged tail).
+* No L2 prefetch of the later batches: the 134 MB of batch-0 stores pass through the 50 MB L2
+  before batch 1 is loaded, so prefetched lines are gone by then.
+* One wave: KernelAttributes(min_blocks_per_sm=4) caps ptxas at 64 registers per thread (no
+  spills), so 132 x 4 = 528 CTA slots hold all NB = 512 chunks at once; 34 KB of shared memory
+  per CTA (4 CTAs = 136 KB of the 227 KB).
 * Ragged edges: tokens past T (T % TPB != 0) are neither loaded nor stored, vectors past H / 8
   (H = 1000: 125 vectors on 128 threads) are predicated; an expert no token chose has an empty
   block (its O entries are written, never used).
-* Arithmetic (T = 4096, H = 4096, K = 8, E = 64): 302 MB of traffic; in flight per SM during the
-  copy 4 CTAs x 256 threads x 8 x 16 B = 128 KB (Little's law asks ~35 KB).
+* Arithmetic (T = 4096, H = 4096, K = 8, E = 64): 302 MB of traffic, 65.2 us at 4.64 TB/s; x in
+  flight per SM before the wait 4 CTAs x 64 KB = 256 KB (Little's law asks ~35 KB).
   Int32 indexing: T * K * H < 2^31 (asserted; 1.3e8 at the benchmark).
 
-Measured on the H200 (bench/h200/2026-12-02/diag-wake200.json, full mode, one judge): 107.5 us
-(IQR 1.9), 60.3% of the roofline ideal (64.8 us), 1.59x the fastest eager formulation, 1.56x
-torch.compile; the previous design (the two kernels serialized, the whole chunk in registers,
-two waves) 111.0 us in the same run; the same design without the L2 prefetch 109.2 us.
-The overlap gained less than estimated: the estimate was ~84-88 us (the CuTe expert's ~94 us
-minus a hidden prologue of several us), the measured gain is 3.5 us (1.8 us from the one-wave
-copy, PDL, the earlier ids loads and the x loads without .L1::no_allocate together; 1.7 us more
-from the L2 prefetch, of the up to 3.5 us estimated for it). The CuTe expert, the same counting
-sort with PDL and a one-wave copy, runs 89.3 us (bench/h200/2026-12-02/diag-cute-wake200.json):
-TIRx/CuTe = 1.20, an 18 us difference that these runtimes do not explain (no profile taken).
-Differences left in the code: the histogram (8-bit counters and warp scans here, int32 counters
-and segment scans in CuTe) and the L2 prefetch (which measured 90.8 us, no gain, in CuTe).
+Measured on the H200 (full mode):
+* bench/h200/2026-12-02b/solutions-CF.md (`mkb solutions C F`, one run): 80.3 us (IQR 1.0),
+  80.7% of the roofline ideal (64.8 us); the CuTe expert 79.5 us in the same run.
+* bench/h200/2026-12-02b/tune-r2.json (one judge, back to back): 80.5 us (IQR 1.5), against
+  106.8 us (IQR 1.5) for the previous design (the histogram with row stride 128, ``.nc`` x loads
+  sunk below the wait, batch 1 loaded after batch 0's stores, with an L2 prefetch).  The two
+  fixes alone (the conflict-free histogram, the plain loads kept ahead of the wait; the L2
+  prefetch dropped) ran 89.2 us (IQR 1.9): -17.6 us, the fixes not measured apart.  Batch 1 through shared memory gave
+  the remaining 8.7 us (estimated -3 to -6 us: the mid-kernel stall, when all 512 CTAs, released
+  together by the wait, stop storing for one loaded-memory round trip to fetch batch 1, and 16 MB
+  of x reads, 3.5 us of DRAM time, moved under kernel 1).
 """
 import torch
 import tvm_tirx
@@ -75,11 +91,12 @@ K1_U = 32  # ids loaded per thread before they are counted (one round trip at 32
 TPB_MIN = 8  # tokens per chunk (at least)
 HIST_WORDS = 8192  # shared histogram budget of kernel 1 (32 KB of 8-bit counters)
 MAX_THREADS = 256  # threads of a kernel 2 CTA
-X_LOAD = "ld.global.nc.v4.b32"  # read-only path, no .L1::no_allocate hint
-X_PREFETCH = "prefetch.global.L2"
+X_LOAD = "ld.global.v4.b32"  # coherent: ptxas keeps it ahead of bar.sync / griddepcontrol.wait
 BATCH_VECS = 8  # 16-byte x vectors in flight per thread in kernel 2 (32 registers)
 MIN_CTAS = 4  # kernel 2 CTAs per SM ptxas must allow: <= 64 registers per thread
 ST_V4 = "st.global.v4.b32"
+CP_ASYNC = "cp.async.cg.shared.global"  # x batch 1: 16 bytes global -> shared, L2 only
+CP_WAIT_ALL = "cp.async.wait_all"
 FULL = 0xFFFFFFFF
 
 
@@ -109,11 +126,12 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
     NP = tokens * k
     NBP = nbp
     NBW = nbp // 4  # histogram words per expert row (4 chunks per word)
+    RS = NBW + 1  # row stride in words (NBW is a multiple of 32): odd, so rows start in distinct banks
     PPC = tpb * k  # pairs per chunk
     NJO = -(-NP // (K1_THREADS * K1_U))
     IDS_FULL = NP % (K1_THREADS * K1_U) == 0
-    ZW = -(-(E * NBW) // K1_THREADS)
-    Z_FULL = (E * NBW) % K1_THREADS == 0
+    ZW = -(-(E * RS) // K1_THREADS)
+    Z_FULL = (E * RS) % K1_THREADS == 0
     RPW = -(-E // K1_WARPS)  # expert rows per warp
     EPL = -(-E // 32)  # row totals per lane (base sums)
     STEPS = NBW // 32  # row words per lane
@@ -125,7 +143,7 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
         lane = T.truncmod(tid, 32)
         warp = T.truncdiv(tid, 32)
         idf = T.decl_tensor(IDS.data, ty_args=[T.Tensor((NP,), "int32")])
-        hist = T.alloc_shared((E * NBW,), "uint32")
+        hist = T.alloc_shared((E * RS,), "uint32")
         tot = T.alloc_shared((E,), "int32")
         ev = T.alloc_local((K1_U,), "int32")
         acc = T.alloc_local((1,), "int32")
@@ -141,10 +159,12 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
         # let the copy kernel (PDL) be scheduled now; it reads OFS only after griddepcontrol.wait
         T.ptx.griddepcontrol.launch_dependents()
         for j in T.unroll(ZW):
-            if Z_FULL or tid + K1_THREADS * j < E * NBW:
+            if Z_FULL or tid + K1_THREADS * j < E * RS:
                 hist[tid + K1_THREADS * j] = T.uint32(0)
         T.cuda.cta_sync()
-        # histogram: 8-bit counters, chunk b in byte b % 4 of word b / 4 of row e
+        # histogram: 8-bit counters, chunk b in byte b % 4 of word b / 4 of row e (row stride RS:
+        # a warp's 32 pairs share b, so the bank of a lane's word is (e * RS + b / 4) % 32, spread
+        # by its expert e; with stride NBW (a multiple of 32) every lane hit one bank)
         for jo in T.serial(NJO):
             if jo > 0:
                 for u in T.unroll(K1_U):
@@ -153,7 +173,7 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
             for u in T.unroll(K1_U):
                 if IDS_FULL or (jo * K1_U + u) * K1_THREADS + tid < NP:
                     b = T.truncdiv((jo * K1_U + u) * K1_THREADS + tid, PPC)
-                    T.cuda.atomic_add(hist.ptr_to([ev[u] * NBW + (b >> 2)]),
+                    T.cuda.atomic_add(hist.ptr_to([ev[u] * RS + (b >> 2)]),
                                       T.uint32(1) << T.cast((b & 3) * 8, "uint32"))
         T.cuda.cta_sync()
         # row totals
@@ -162,7 +182,7 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
                 acc[0] = 0
                 for i in T.unroll(STEPS):
                     acc[0] = acc[0] + T.cast(
-                        (hist[(warp + K1_WARPS * rr) * NBW + 32 * i + lane] * T.uint32(0x01010101))
+                        (hist[(warp + K1_WARPS * rr) * RS + 32 * i + lane] * T.uint32(0x01010101))
                         >> T.uint32(24), "int32")
                 acc[0] = T.cuda.warp_sum(acc[0])
                 if lane == 0:
@@ -178,7 +198,7 @@ def make_offsets(tokens: int, k: int, experts: int, tpb: int, nbp: int):
                         acc[0] = acc[0] + tot[lane + 32 * m]
                 run[0] = T.cuda.warp_sum(acc[0])
                 for i in T.unroll(STEPS):
-                    wd = hist[e * NBW + 32 * i + lane]
+                    wd = hist[e * RS + 32 * i + lane]
                     x = wd * T.uint32(0x01010101)  # byte q: inclusive prefix of bytes 0..q
                     lt = T.cast(x >> T.uint32(24), "int32")  # the lane's 4 chunks
                     ex = x - wd  # byte q: exclusive prefix
@@ -216,6 +236,7 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
     NBATCH = tpb // RPB
     T_FULL = tokens % tpb == 0
     C_FULL = NV % threads == 0
+    SXW = RPB * VPT * THREADS * 4 if NBATCH > 1 else 4  # batch 1 in shared memory (uint32 words)
 
     @T.function
     def moe_permute_copy(
@@ -235,6 +256,7 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
         invf = T.decl_tensor(INV.data, ty_args=[T.Tensor((NP,), "int32")])
         se = T.alloc_shared((PPC,), "int32")
         sr = T.alloc_shared((PPC,), "int32")
+        sx = T.alloc_shared((SXW,), "uint32", align=16)  # slot s of thread t: words 4 (s THREADS + t) ..
         xv = T.alloc_local((RPB * VPT * 4,), "uint32")
         cnt = T.alloc_local((1,), "int32")
 
@@ -248,19 +270,20 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
                             xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
                             X.ptr_to([b * TPB + i, (tid + THREADS * m) * VEC]),
                         )
-        # ... the chunk's later batches prefetched into L2 (x is 32 MB at the benchmark, it fits
-        # the 50 MB L2): all of x streams from DRAM while kernel 1 runs ...
-        if T.constexpr(NBATCH > 1):
-            for bt in T.serial(1, NBATCH):
-                for i in T.unroll(RPB):
-                    if T_FULL or b * TPB + bt * RPB + i < TT:
-                        for m in T.unroll(VPT):
-                            if C_FULL or tid + THREADS * m < NV:
-                                T.ptx[X_PREFETCH](X.ptr_to([b * TPB + bt * RPB + i, (tid + THREADS * m) * VEC]))
         # ... and the in-chunk ranks of the chunk's pairs
         if tid < PPC and b * PPC + tid < NP:
             se[tid] = idf[b * PPC + tid]
         T.cuda.cta_sync()
+        # ... batch 1 into shared memory by cp.async, issued after the barrier (ptxas does not move
+        # it across: the ids and batch 0 are requested first; no registers held; each thread later
+        # reads back only its own 16-byte slots, after cp.async.wait_all, so no barrier is needed)
+        if T.constexpr(NBATCH > 1):
+            for i in T.unroll(RPB):
+                if T_FULL or b * TPB + RPB + i < TT:
+                    for m in T.unroll(VPT):
+                        if C_FULL or tid + THREADS * m < NV:
+                            T.ptx[CP_ASYNC](sx.ptr_to([((i * VPT + m) * THREADS + tid) * 4]),
+                                            X.ptr_to([b * TPB + RPB + i, (tid + THREADS * m) * VEC]), 16)
         if tid < PPC and b * PPC + tid < NP:
             cnt[0] = 0
             for q in T.unroll(PPC):
@@ -276,16 +299,25 @@ def make_copy(tokens: int, hidden: int, k: int, experts: int, tpb: int, nb: int,
         T.cuda.cta_sync()
         # copies, batch by batch (batch 0 already loaded)
         for bt in T.serial(NBATCH):
-            if bt > 0:
-                for i in T.unroll(RPB):
-                    if T_FULL or b * TPB + bt * RPB + i < TT:
-                        for m in T.unroll(VPT):
-                            if C_FULL or tid + THREADS * m < NV:
-                                T.ptx[X_LOAD](
-                                    xv[4 * (i * VPT + m)], xv[4 * (i * VPT + m) + 1],
-                                    xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
-                                    X.ptr_to([b * TPB + bt * RPB + i, (tid + THREADS * m) * VEC]),
-                                )
+            if T.constexpr(NBATCH > 1):
+                if bt == 1:  # batch 1: from shared memory
+                    T.ptx[CP_WAIT_ALL]()
+                    for i in T.unroll(RPB):
+                        if T_FULL or b * TPB + RPB + i < TT:
+                            for m in T.unroll(VPT):
+                                if C_FULL or tid + THREADS * m < NV:
+                                    xv[T.ramp(4 * (i * VPT + m), 1, 4)] = sx[
+                                        T.ramp(((i * VPT + m) * THREADS + tid) * 4, 1, 4)]
+                if bt > 1:  # batches 2.. (H > 4096 at TPB = 8): from global memory
+                    for i in T.unroll(RPB):
+                        if T_FULL or b * TPB + bt * RPB + i < TT:
+                            for m in T.unroll(VPT):
+                                if C_FULL or tid + THREADS * m < NV:
+                                    T.ptx[X_LOAD](
+                                        xv[4 * (i * VPT + m)], xv[4 * (i * VPT + m) + 1],
+                                        xv[4 * (i * VPT + m) + 2], xv[4 * (i * VPT + m) + 3],
+                                        X.ptr_to([b * TPB + bt * RPB + i, (tid + THREADS * m) * VEC]),
+                                    )
             for i in T.unroll(RPB):
                 if T_FULL or b * TPB + bt * RPB + i < TT:
                     for kk in T.unroll(KK):
