@@ -70,6 +70,11 @@ far more; the third concurrent row (at the ideal rate an SM must finish a row, 2
 every ~0.7 us, so a row may spend ~2.1 us in its reduction chain instead of ~1.4 us) bought
 0.5 us, within the noise. The CuTe expert measured 112.3 us (diag-cute-wake200.json): both DSLs
 remain below 80% of the ideal.
+In the one-run expert table bench/h200/2026-12-02b/solutions-AB-r3.md (`mkb solutions A B`):
+110.3 us (IQR 1.8), 78.3% of the ideal (86.4 us); the CuTe expert, rewritten with fewer
+instructions per row, 109.1 us. The same instruction cuts ported here ran 108.9 us
+(bench/h200/2026-12-02b/tune-r3.json), 1.7% faster: under the 2% bar set for adopting a new
+kernel, so not adopted.
 """
 import torch
 import tvm_tirx

@@ -6,89 +6,85 @@ db = sum_rows dy.
 
 Memory-bound: dy and x are read once and dx written once; each row stays in registers between
 the read and the write.  dw and db need reductions over all T rows; they are done
-deterministically in two kernels, without atomics (the same bits on every call):
+deterministically in two kernels, without atomics (the same bits on every call).
+
+Design, and why each part is there:
+  1. ONE persistent CTA per SM (G = 132 at the benchmark) made of NG row groups (NG = 512 /
+     (TPR * ROWS): 2 groups of 256 threads at H = 4096).  A group has its own row tile,
+     thread-value layout, cp.async ring and reduction buffers, and synchronises with its own
+     named barrier (bar.sync 1 + group, TPR * ROWS threads), so the groups run as independently
+     as two CTAs would.  After the row loop groups 1.. park their fp32 dw/db accumulators in
+     shared memory and group 0 adds them in group order: the CTA writes ONE partial row per
+     plane.  Partials: 2 x 132 x 4096 x 4 B = 4.3 MB (a CTA per row group would write twice
+     that); they are written in one burst after every row is done and read back by kernel 2
+     right after, so both the burst and kernel 2's reads (5 rows per slice) sit on the serial
+     tail.
+  2. One reduction round per row: the four sums x, x^2, g, g * x in one pass (warp butterflies,
+     one partial per warp in shared memory, ONE group barrier, an 8-lane butterfly), one-pass
+     statistics: mean = sum(x) / H, var = max(sum(x^2) / H - mean^2, 0),
+     sum(g * xhat) = rstd * (sum(g * x) - mean * sum(g)).  The reduction buffer alternates
+     between even and odd rows (a warp that races ahead to row i + 1 writes the other buffer;
+     it can reach row i + 2's writes only after every warp of the group passed row i + 1's
+     barrier, i.e. finished reading row i).  Half the barriers and shuffle chains of two-pass
+     statistics: the row's latency chain is short, which matters because only 16 warps per SM
+     carry the whole reduction latency.
+  3. Few instructions per element: w is kept in registers as fp32 (loaded once), and
+     xhat = x * rstd + (-mean * rstd), dx = rstd * g + (xhat * k1 + b0) with per-row scalars
+     k1 = -rstd * mean(g * xhat), b0 = -rstd * mean(g) (FFMAs; offline ptxas 13 at the
+     benchmark: 126 registers under the 128 cap of 512 threads, no spills; 275 FP instructions
+     in the cubin against 303 for the two-pass formulation).  At ~20 instructions per element
+     and 2.7 elements per cycle per SM needed at the roofline, issue is ~40-50% busy, so
+     instruction count is not free.
 
 Kernel 1 (per row: dx; per CTA: fp32 dw and db partials)
-  * A row is handled by TPR threads (a power of two, 32..1024) that each hold VPT 128-bit vectors
-    (8 bf16) of it, vector j of a thread starting at column (j * TPR + lane) * 8, so a warp reads
-    512 contiguous bytes per access.  TPR is the smallest power of two with VPT <= VPT_MAX = 2
-    (H = 4096 -> 256 threads x 2 vectors; H = 1000 -> 64 x 2 with 125 of 128 vectors used;
-    H = 128 -> 32 x 1 with 16 of 32 lanes used).  TPR == 32: ROWS_SMALL = 4 rows (one warp each)
-    per CTA; TPR > 32: one row per CTA.
-  * Persistent grid of G CTAs, at most THREADS_PER_SM / (CTA size) = 2 resident CTAs on each of
-    the H200's 132 SMs, with G chosen so that every CTA gets the same number of row tiles up to
-    one (T = 16384, H = 4096 -> G = 261 CTAs of 62 or 63 rows).  A launch bound
-    (min_blocks_per_mp = 2, i.e. .minnctapersm) caps registers at 128 per thread so those CTAs
-    fit (offline ptxas: 96 registers, no spills, at the benchmark shape).  CTA b walks row tiles
-    b, b + G, b + 2G, ... in order, so at any time the CTAs stream neighbouring rows.
-  * Aligned shapes (T % ROWS == 0 and H % (TPR * VPT * 8) == 0, the benchmark among them): dy
-    and x reach shared memory through a cp.async ring of `stages` stages (_stages(): as many
-    16 KB stages as the CTA's share of the SM's 228 KB holds next to w: 6 at H = 4096;
-    cp.async.cg, 16 B, L1 bypassed): while row i is computed, rows i + 1 .. i + stages - 1 are
-    in flight, so the loads overlap the reductions and math (5 rows, 80 KB, per CTA: 160 KB in
-    flight per SM).  Each thread copies and reads back only its own slice (the same
-    thread-value layout), so cp.async.wait_group alone makes its data visible, and a stage is
-    refilled only by the thread that read it one iteration earlier.  Shared memory: 8 KB of w
-    + 6 x 16 KB = 104.5 KB per CTA at H = 4096 (carveout set to 100%).
-    Ragged shapes: predicated 128-bit loads straight into registers, zero-filled (the plain path
-    of B03), so no copy ever touches memory outside the tensors.
-  * Each thread keeps fp32 dw and db accumulators for its columns in registers.  w is loaded
-    once per CTA and parked in shared memory (each thread reads back only its own slice, so no
-    barrier) and re-read where it is needed.
-  * Exact two-pass statistics on the register-resident row, two reduction rounds per row (warp
-    shuffles, then for TPR > 32 one partial per warp through shared memory; each round has its
-    own buffer, and with two barriers per row no buffer can be overwritten while a slower warp
-    still reads it): round 1 sums x and g, mean = sum(x) / H, d = x - mean; round 2 sums d^2 and
-    g * d.  rstd = rsqrt(sum(d^2) / H + eps) (biased variance; rsqrt.approx, ~2^-23 relative),
-    mean(g * xhat) = rstd * sum(g * d) / H, dx = rstd * ((g - mean(g)) - xhat * mean(g * xhat))
-    in fp32, rounded to bf16 once at the store; db_acc += dy, dw_acc += dy * xhat.
-  * After its row loop the CTA executes griddepcontrol.launch_dependents (kernel 2 may be
-    scheduled from then on), then each row slot stores its fp32 dw and db partial rows (padded
-    row length HP = TPR * VPT * 8, 128-bit stores, no predicates: padding columns hold zeros) to
-    a scratch buffer of 2 * P rows (P = G * ROWS): dw partials in rows [0, P), db partials in
-    [P, 2P).
+  * A row is handled by TPR threads (a power of two, 32..1024) that each hold VPT 128-bit
+    vectors (8 bf16) of it, vector j of a thread starting at column (j * TPR + lane) * 8, so a
+    warp reads 512 contiguous bytes per access.  TPR is the smallest power of two with
+    VPT <= VPT_MAX = 2 (H = 4096 -> 256 x 2; H = 1000 -> 64 x 2 with 125 of 128 vectors used;
+    H = 128 or 256 -> 32 x 1, ROWS_SMALL = 4 rows per group).
+  * Row slots: slot s = CTA * NG + group takes row tiles s, s + G * NG, ... (62 or 63 rows at
+    the benchmark: G = 132, 264 slots).  A launch bound (min_blocks_per_mp = 1, 512 threads)
+    caps registers at 128.
+  * Aligned shapes (T % ROWS == 0 and H % (TPR * VPT * 8) == 0): dy and x reach shared memory
+    through a per-group cp.async ring (cp.async.cg, 16 B, L1 bypassed) of `stages` stages
+    (H = 4096: 5 stages of 16 KB per group, 4 rows in flight per group, 128 KB per SM, far over
+    the ~53 KB Little's law asks for).  Each thread copies and reads back only its own slice,
+    so cp.async.wait_group alone makes its data visible; the group barrier orders a stage's
+    reads before the copies that refill it.  Shared memory at H = 4096: 160 KB of rings + 32 KB
+    combine buffer + 2 KB reduction buffers = 194 KB (carveout 100%).
+    Ragged shapes: predicated 128-bit loads straight into registers, zero-filled.
+  * Per-thread fp32 dw and db accumulators for the thread's columns, rows in increasing order.
+  * After the row loop: griddepcontrol.launch_dependents, then the group combine and one
+    128-bit store of each partial row (padded row length HP = TPR * VPT * 8; padding holds
+    zeros) to a scratch of 2 * P rows (P = G * ROWS): dw partials [0, P), db partials [P, 2P).
 Kernel 2 (dw and db = column sums of the partial rows; grid.y picks dw or db)
-  * 32 columns per CTA as 32 row slices x 8 float4 groups (256 threads; 128-bit loads through a
-    tiled copy, predicated on rows past P), grid.x = HP / 32, grid.y = 2 planes (dw, db).  Slice s
-    of a column group sums partial rows s, s + 32, ... in order (9 rows at the benchmark shape,
-    all loaded before they are added: about 36 KB in flight per CTA), then a fixed pairwise tree
-    over the 32 slices in shared memory (5 barrier steps), and 32 threads store one column each.
-  * Launched as a programmatic dependent of kernel 1 (use_pdl=True): its launch overlaps kernel
-    1's tail, and it waits in griddepcontrol.wait until kernel 1 has finished and its stores are
-    visible.  USE_PDL = False launches both kernels plainly.
-  So dw and db are fixed-order fp32 sums (CTA row chains of 62 or 63 terms, then 9-term chains
-  per slice, then the 32-slice tree): bitwise reproducible, and far inside the 1e-4 bound (the
-  statement measures 16384-term row-after-row chains at 0.05 of it; a CPU emulation of this
-  exact order measured at most 0.011 of it for dw and 0.001 for db over every shape set, at most
-  0.006 and 0.0005 at the benchmark shape, dx at most 0.22 of its bound).
+  * 32 columns per CTA as 32 row slices x 8 float4 groups; slice s sums partial rows s, s + 32,
+    ... in order (loaded before they are added), then a fixed pairwise tree over the 32 slices
+    in shared memory, and 32 threads store one column each.  Programmatic dependent launch:
+    griddepcontrol.wait before the first read, so its launch overlaps kernel 1's tail.
+Determinism (no atomics, the same bits on every call): every sum has a fixed order fixed at
+build time -- per-thread row chains of 62 or 63 terms, group 0 + group 1 + ..., slice chains of
+up to 5 partial rows, the 32-slice tree.  CPU emulation of this arithmetic and order against
+reference.py (fp32, 2 trials of every shape set, x mean up to 7.5 standard deviations): worst
+error / bound 0.215 for dx (its one bf16 rounding), 0.041 for dw, 0.0007 for db.
 
-Ragged edges: H not a multiple of TPR * VPT * 8 and ragged T use predicated 128-bit loads/stores
-(H % 8 == 0, so a vector is fully inside or fully outside) on the register path; padding is
-zero-filled (0 in sum(x), sum(g), dw, db) and its d is forced to 0 with a select before round 2
-(0 - mean would otherwise count); rows past T give rstd = rsqrt(eps), finite, times zeros.
-Kernel 2 predicates its loads (rows past P) and its store (columns past H).
-Scratch: 2 * P * HP fp32 (8.6 MB at the benchmark shape, about 2% of the 402 MB of minimal
-traffic), written once at the end of kernel 1 and read once right after, mostly from L2;
-allocated with torch.empty on the first run() call and reused (build() may run without a GPU).
+Ragged edges: padding vectors are zero-filled, so they add 0 to all four sums, to dw (dy = 0)
+and db; rows past T give mean 0, var 0, rstd = rsqrt(eps), finite, and are not stored.
+Kernel 2 predicates its loads (rows past P) and its store (columns past H).  Idle row slots
+(fewer row tiles than slots, e.g. T = 4) run no iteration and contribute zeros.
+Scratch: 2 * P * HP fp32 (4.3 MB at the benchmark), torch.empty on the first run() call and
+reused (build() may run without a GPU); every element of it is rewritten by every call.
 Host path: one --enable-tvm-ffi function launches both kernels on torch's current stream.
-If the cp.async path misbehaves, setting the aligned shapes onto the register path
-(check_bounds = True in the host function) is a one-line fallback.
-Limits: H <= 8 * VPT_MAX * 1024 (16384) and T * H < 2**31 (32-bit offsets); build() raises
-ValueError beyond that.
+Limits: H <= 8 * VPT_MAX * 1024 (16384) and T * H < 2**31 (32-bit offsets).
 
-Measured on the H200 (bench/h200/2026-12-02/diag-cute-wake200.json; full mode, one judge, 200 us
-wake spin): 115.1 us (IQR 1.5), 75.0% of the 86.3 us roofline ideal.  The previous design (391
-CTAs of 128 threads, 3 per SM at 152 registers, a 2-stage ring: one row in flight per CTA, at
-most 48 KB per SM and less while a row is reduced; 2 x 391 partial rows, 12.8 MB; kernel 2 with
-one 4-byte load per thread and row in sequential batches of 8, about 8 KB in flight per CTA,
-then a serial 8-warp sum; launched plainly) took 116.5 us in the same run.  Little's law asks
-for about 4.66 TB/s x ~1.5 us loaded latency / 132 SMs = ~53 KB in flight per SM, more than the
-old ring held; the 6-stage ring holds 160 KB, kernel 2 needs one or two L2 round trips instead
-of ~6, and its launch overlaps kernel 1's tail.  Yet the gain is small: 1.4 us, 1.2%, within the
-IQRs (1.5-2.1 us) and far short of the <= 108 us that was estimated, so in-flight data was not
-what held kernel 1 back.  A variant with 3 CTAs of 128 threads per SM (4-stage ring, 144 KB in
-flight per SM, 154 registers) measured 118.8 us (IQR 2.2).  The TIRx expert measured 116.7 us
-(diag-wake200.json): both DSLs remain below 80% of the ideal.
+Measured on the H200 (bench/h200/2026-12-02b/tune-r3.json; full mode, one judge): 110.9 us
+(IQR 2.1); the previous expert (2 CTAs of 256 threads per SM, 261 CTAs, two-pass statistics
+with two reduction rounds per row, w re-read from shared memory) 116.8 us (IQR 1.3) 40 minutes
+earlier on the same machine (bench/h200/2026-12-02b/solutions-AB.md).  In the one-run expert
+table with this code (bench/h200/2026-12-02b/solutions-AB-r3.md): 111.5 us (IQR 2.6), 77.5% of
+the 86.4 us roofline ideal, 3.11x the fastest eager formulation, 2.29x torch.compile; the TIRx
+expert (one CTA per SM of 3 row groups of 128 threads) 111.6 us.  The estimate was ~112 us: it matches.  The 80% target
+(107.9 us) is not reached; the kernel-2 tail and the ~2 us pipeline fill remain.
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
@@ -104,11 +100,12 @@ except ImportError:  # pragma: no cover
 
 VEC = 8            # bf16 per 128-bit access
 VPT_MAX = 2        # max 128-bit vectors per thread (16 fp32 values of the row)
-ROWS_SMALL = 4     # rows per CTA when one warp handles a row
+ROWS_SMALL = 4     # rows per row group when one warp handles a row
 NUM_SMS = 132      # H200 SMs: sizes the persistent grid (correctness does not depend on it)
-THREADS_PER_SM = 512   # kernel-1 threads per SM: 2 CTAs of 256, <= 128 registers each (launch bound)
-SMEM_CARVEOUT = 100    # % of the unified L1/shared memory as shared (104 KB per CTA at H = 4096)
-SMEM_PER_SM = 228 * 1024   # H200 shared memory per SM (each CTA also costs 1 KB reserved)
+THREADS_PER_SM = 512   # kernel-1 threads per SM: ONE CTA of row groups, <= 128 registers each (launch bound)
+MAX_GROUPS = 15        # row groups per CTA (named barrier ids 1 .. 15)
+SMEM_CARVEOUT = 100    # % of the unified L1/shared memory as shared (194 KB per CTA at H = 4096)
+SMEM_BUDGET = 220 * 1024   # kernel-1 shared memory per CTA (the H200 allows 227 KB per CTA)
 MAX_STAGES = 8         # cp.async ring depth cap (the row computed + stages - 1 rows in flight)
 RED_SLICES = 32    # kernel 2: row slices of one 32-column tile (CTA = 32 slices x 8 float4 groups)
 RED_MAX_UNROLL = 16    # kernel 2: partial-row chunks of 32 rows loaded before they are added
@@ -116,7 +113,7 @@ USE_PDL = True     # kernel 2 is a programmatic dependent launch of kernel 1 (gr
 
 
 def _config(H: int) -> tuple[int, int, int]:
-    """(TPR threads per row, VPT vectors per thread, ROWS rows per CTA) for row length H."""
+    """(TPR threads per row, VPT vectors per thread, ROWS rows per row tile) for row length H."""
     nvec = H // VEC
     tpr = 32
     while tpr < 1024 and -(-nvec // tpr) > VPT_MAX:
@@ -128,46 +125,60 @@ def _config(H: int) -> tuple[int, int, int]:
     return tpr, vpt, rows
 
 
-def _ctas_per_sm(tpr: int, rows: int) -> int:
-    """Kernel-1 CTAs per SM, enforced with a launch bound (min_blocks_per_mp)."""
-    return max(1, THREADS_PER_SM // (tpr * rows))
+def _groups(tpr: int, rows: int) -> int:
+    """Row groups (of TPR * ROWS threads, one row tile each) in the one CTA per SM."""
+    return max(1, min(MAX_GROUPS, THREADS_PER_SM // (tpr * rows)))
+
+
+def _comb_bytes(tpr: int, vpt: int, rows: int) -> int:
+    """Shared memory that passes groups 1.. accumulators (dw and db, fp32) to group 0."""
+    return (_groups(tpr, rows) - 1) * 2 * rows * tpr * vpt * VEC * 4
 
 
 def _stages(tpr: int, vpt: int, rows: int) -> int:
-    """cp.async ring depth: as many (dy, x) row-tile stages as the CTA's share of shared memory
-    holds next to w and the reduction buffers (H = 4096: 6 stages of 16 KB, 2 CTAs per SM)."""
+    """cp.async ring depth per row group: as many (dy, x) row-tile stages as SMEM_BUDGET holds
+    next to the reduction and combine buffers (H = 4096: 2 groups x 5 stages of 16 KB)."""
     hp = tpr * vpt * VEC
-    budget = SMEM_PER_SM // _ctas_per_sm(tpr, rows) - 1024 - rows * hp * 2 - 1024
-    return max(2, min(MAX_STAGES, budget // (2 * rows * hp * 2)))
+    ng = _groups(tpr, rows)
+    budget = SMEM_BUDGET - 2 * ng * 128 * 4 - 1024 - _comb_bytes(tpr, vpt, rows)
+    return max(2, min(MAX_STAGES, budget // (ng * 2 * rows * hp * 2)))
 
 
 def _grid(n_tiles: int, tpr: int, rows: int) -> int:
-    """Persistent grid size: at most the resident CTA slots, balanced so that every CTA gets
-    ceil(n_tiles / G) or one fewer row tiles."""
-    slots = NUM_SMS * _ctas_per_sm(tpr, rows)
-    k = -(-n_tiles // slots)
-    return -(-n_tiles // k)
+    """Persistent grid size: one CTA on each of the NUM_SMS SMs (fewer when there are fewer row
+    tiles than CTAs x groups); the strided deal gives every row slot (CTA, group)
+    ceil(n_tiles / slots) or one fewer row tiles."""
+    return min(NUM_SMS, -(-n_tiles // _groups(tpr, rows)))
 
 
 @cute.jit
-def _row_sum2(a: cutlass.Float32, b: cutlass.Float32, tpr: cutlass.Constexpr, buf: cute.Tensor):
-    """Sum two fp32 values per thread over the TPR threads of a row; all of them get both sums.
-    For TPR > 32 the per-warp partials go through buf[0 : 64]."""
+def _row_sum4(a: cutlass.Float32, b: cutlass.Float32, c: cutlass.Float32, d: cutlass.Float32,
+              tpr: cutlass.Constexpr, nthr: cutlass.Constexpr, buf: cute.Tensor, base: cutlass.Int32,
+              bar_id: cutlass.Int32):
+    """Sum four fp32 values per thread over the TPR threads of a row; all of them get the four
+    sums.  For TPR > 32 the per-warp partials go through buf[base : base + 128] and the row
+    group's named barrier (bar_id, nthr threads)."""
     a = cute.arch.warp_reduction_sum(a, threads_in_group=min(tpr, 32))
     b = cute.arch.warp_reduction_sum(b, threads_in_group=min(tpr, 32))
-    if cutlass.const_expr(tpr > 32):            # one row per CTA: combine the warps via smem
+    c = cute.arch.warp_reduction_sum(c, threads_in_group=min(tpr, 32))
+    d = cute.arch.warp_reduction_sum(d, threads_in_group=min(tpr, 32))
+    if cutlass.const_expr(tpr > 32):            # one row per group: combine the warps via smem
         nwarps = tpr // 32
         lane = cute.arch.lane_idx()
-        warp = cute.arch.warp_idx()
+        warp = cute.arch.warp_idx() % nwarps      # warp within the row group
         if lane == 0:
-            buf[warp] = a
-            buf[32 + warp] = b
-        cute.arch.sync_threads()
+            buf[base + warp] = a
+            buf[base + 32 + warp] = b
+            buf[base + 64 + warp] = c
+            buf[base + 96 + warp] = d
+        cute.arch.barrier(barrier_id=bar_id, number_of_threads=nthr)
         # Every group of nwarps lanes reads all partials, so a butterfly over nwarps lanes
         # leaves the full sums in every lane (a fixed order: the same bits in every lane).
-        a = cute.arch.warp_reduction_sum(buf[lane % nwarps], threads_in_group=nwarps)
-        b = cute.arch.warp_reduction_sum(buf[32 + lane % nwarps], threads_in_group=nwarps)
-    return a, b
+        a = cute.arch.warp_reduction_sum(buf[base + lane % nwarps], threads_in_group=nwarps)
+        b = cute.arch.warp_reduction_sum(buf[base + 32 + lane % nwarps], threads_in_group=nwarps)
+        c = cute.arch.warp_reduction_sum(buf[base + 64 + lane % nwarps], threads_in_group=nwarps)
+        d = cute.arch.warp_reduction_sum(buf[base + 96 + lane % nwarps], threads_in_group=nwarps)
+    return a, b, c, d
 
 
 @cute.jit
@@ -188,8 +199,8 @@ def _tile_pred(thr, mX: cute.Tensor, tile: cutlass.Constexpr, t: cutlass.Int32):
 @cute.jit
 def _issue_rows(async_copy: cute.TiledCopy, thr_a, mDY: cute.Tensor, mX: cute.Tensor, sDY: cute.Tensor,
                 sX: cute.Tensor, tile: cutlass.Constexpr, t: cutlass.Int32, stage: cutlass.Int32):
-    """Start the cp.async copies of row tile t of dy and x into shared-memory stage `stage`
-    (aligned shapes only: every copy is in bounds)."""
+    """Start the cp.async copies of row tile t of dy and x into shared-memory stage `stage` of
+    this thread's row group (aligned shapes only: every copy is in bounds)."""
     cute.copy(async_copy, thr_a.partition_S(cute.local_tile(mDY, tile, (t, 0))),
               thr_a.partition_D(sDY[None, None, stage]))
     cute.copy(async_copy, thr_a.partition_S(cute.local_tile(mX, tile, (t, 0))),
@@ -208,17 +219,23 @@ def _rows_kernel(
     tpr: cutlass.Constexpr,
     vpt: cutlass.Constexpr,
     rows: cutlass.Constexpr,
+    ng: cutlass.Constexpr,
     n_ctas: cutlass.Constexpr,
     eps: cutlass.Constexpr,
     check_bounds: cutlass.Constexpr,
     stages: cutlass.Constexpr,
 ):
-    tidx, _, _ = cute.arch.thread_idx()
+    gtidx, _, _ = cute.arch.thread_idx()
     bidx, _, _ = cute.arch.block_idx()
+    gsize = rows * tpr                                  # threads of one row group
+    grp = gtidx // gsize                                # row group of this thread
+    tidx = gtidx % gsize                                # thread within its row group
+    n_slots = n_ctas * ng
+    slot_id = bidx * ng + grp                           # row tiles slot_id, slot_id + n_slots, ...
+    bar_id = grp + 1                                    # the group's named barrier (0: the CTA's)
 
     smem = SmemAllocator()
-    red1 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64), byte_alignment=16)
-    red2 = smem.allocate_tensor(cutlass.Float32, cute.make_layout(64), byte_alignment=16)
+    red = smem.allocate_tensor(cutlass.Float32, cute.make_layout(2 * ng * 128), byte_alignment=16)
 
     T = mX.shape[0]
     H = mX.shape[1]
@@ -227,8 +244,7 @@ def _rows_kernel(
     thr = tiled_copy.get_slice(tidx)
 
     # w as a (rows, H) matrix with row stride 0: each thread's slice matches its x columns.  It
-    # is loaded once and parked in shared memory (each thread reads back only its own slice, so
-    # no barrier is needed), keeping registers for the row and the dw accumulator.
+    # is loaded once and kept in registers as fp32 (a thread always owns the same columns).
     mW2 = cute.make_tensor(mW.iterator, cute.make_layout((rows, H), stride=(0, 1)))
     tWgW = thr.partition_S(cute.local_tile(mW2, tile, (0, 0)))
     tWrW = cute.make_fragment_like(tWgW)
@@ -246,9 +262,8 @@ def _rows_kernel(
         cute.copy(tiled_copy, tWgW, tWrW, pred=wpred)
     else:
         cute.copy(tiled_copy, tWgW, tWrW)
-    sW = smem.allocate_tensor(mW.element_type, cute.make_layout(tile, stride=(tile[1], 1)), byte_alignment=16)
-    tWsW = thr.partition_D(sW)
-    cute.autovec_copy(tWrW, tWsW)
+    tWrF = cute.make_fragment_like(tWrW, cutlass.Float32)
+    tWrF.store(tWrW.load().to(cutlass.Float32))
 
     # Per-thread fp32 dw and db accumulators for the thread's columns (zero in padding columns).
     tSgW = thr.partition_D(cute.local_tile(mS, tile, (bidx, 0)))
@@ -258,24 +273,27 @@ def _rows_kernel(
     acc_w.fill(0.0)
     acc_b.fill(0.0)
 
-    n_mine = (n_tiles - bidx + n_ctas - 1) // n_ctas    # >= 1: bidx < n_ctas <= n_tiles
+    n_mine = (n_tiles - slot_id + n_slots - 1) // n_slots    # >= 0 (0 for idle slots)
     if cutlass.const_expr(not check_bounds):
-        # Aligned shapes: a cp.async ring.  The dy and x tiles of the next STAGES - 1 rows stream
-        # into shared memory while this row is computed.  Each thread copies and later reads back
-        # only its own slice (the same thread-value layout), so cp.async.wait_group alone makes
-        # its data visible; the row barrier (or an explicit one for TPR == 32) orders the reads
-        # of a stage before the copies that overwrite it.
-        stage_layout = cute.make_layout((rows, tile[1], stages), stride=(tile[1], 1, rows * tile[1]))
-        sDY = smem.allocate_tensor(mDY.element_type, stage_layout, byte_alignment=128)
-        sX = smem.allocate_tensor(mX.element_type, stage_layout, byte_alignment=128)
+        # Aligned shapes: a cp.async ring per row group.  The dy and x tiles of the group's next
+        # STAGES - 1 rows stream into shared memory while this row is computed.  Each thread
+        # copies and later reads back only its own slice (the same thread-value layout), so
+        # cp.async.wait_group alone makes its data visible; the group barrier orders the reads of
+        # a stage before the copies that overwrite it.
+        stage_layout = cute.make_layout((rows, tile[1], stages, ng),
+                                        stride=(tile[1], 1, rows * tile[1], stages * rows * tile[1]))
+        sDY4 = smem.allocate_tensor(mDY.element_type, stage_layout, byte_alignment=128)
+        sX4 = smem.allocate_tensor(mX.element_type, stage_layout, byte_alignment=128)
+        sDY = sDY4[None, None, None, grp]
+        sX = sX4[None, None, None, grp]
         thr_a = async_copy.get_slice(tidx)
-        for s in cutlass.range_constexpr(stages - 1):   # prologue: rows 0 .. stages - 2
+        for s in cutlass.range_constexpr(stages - 1):   # prologue: the group's rows 0 .. stages - 2
             if s < n_mine:
-                _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, bidx + s * n_ctas, s)
+                _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, slot_id + s * n_slots, s)
             cute.arch.cp_async_commit_group()
 
     for i in cutlass.range(n_mine, unroll=1):
-        t = bidx + i * n_ctas
+        t = slot_id + i * n_slots
         tDXgDX = thr.partition_D(cute.local_tile(mDX, tile, (t, 0)))
         tDXrDX = cute.make_fragment_like(tDXgDX)
         if cutlass.const_expr(check_bounds):
@@ -289,18 +307,12 @@ def _rows_kernel(
             tXrX.fill(0.0)
             cute.copy(tiled_copy, tDYgDY, tDYrDY, pred=pred)
             cute.copy(tiled_copy, tXgX, tXrX, pred=pred)
-            # Per-element validity (one predicate per vector, broadcast over its 8 elements).
-            mask = cute.make_fragment_like(tXrX, cutlass.Boolean)
-            for j in cutlass.range_constexpr(cute.size(pred, mode=[0])):
-                for m in cutlass.range_constexpr(cute.size(pred, mode=[1])):
-                    for n in cutlass.range_constexpr(cute.size(pred, mode=[2])):
-                        mask[(None, j), m, n].fill(pred[j, m, n])
             dy = tDYrDY.load().to(cutlass.Float32)
             x = tXrX.load().to(cutlass.Float32)
         else:
             nxt = i + (stages - 1)
             if nxt < n_mine:
-                _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, bidx + nxt * n_ctas, nxt % stages)
+                _issue_rows(async_copy, thr_a, mDY, mX, sDY, sX, tile, slot_id + nxt * n_slots, nxt % stages)
             cute.arch.cp_async_commit_group()
             cute.arch.cp_async_wait_group(stages - 1)   # this thread's copies of row i landed
             stage = i % stages
@@ -308,22 +320,26 @@ def _rows_kernel(
             x = thr.partition_S(sX[None, None, stage]).load().to(cutlass.Float32)
 
         acc_b.store(acc_b.load() + dy)
-        # Round 1: sum(x) and sum(g); round 2 (exact two-pass): sum(d^2) and sum(g * d).
-        sx, sg = _row_sum2(x.reduce(cute.ReductionOp.ADD, 0.0, 0),
-                           (dy * tWsW.load().to(cutlass.Float32)).reduce(cute.ReductionOp.ADD, 0.0, 0),
-                           tpr, red1)
-        d = x - sx * (1.0 / H)
-        if cutlass.const_expr(check_bounds):
-            d = cute.where(mask.load(), d, 0.0)         # padding: 0 - mean would count
-        g = dy * tWsW.load().to(cutlass.Float32)
-        sdd, sgd = _row_sum2((d * d).reduce(cute.ReductionOp.ADD, 0.0, 0),
-                             (g * d).reduce(cute.ReductionOp.ADD, 0.0, 0), tpr, red2)
-        rstd = cute.math.rsqrt(sdd * (1.0 / H) + eps, fastmath=True)
-        mg = sg * (1.0 / H)                             # mean(g)
-        c = rstd * (sgd * (1.0 / H))                    # mean(g * xhat)
-        xhat = d * rstd
-        g = dy * tWsW.load().to(cutlass.Float32)
-        tDXrDX.store((rstd * ((g - mg) - xhat * c)).to(mDX.element_type))
+        g = dy * tWrF.load()
+        # One round, one-pass statistics: sum(x), sum(x^2), sum(g), sum(g * x) (padding: zeros).
+        # The reduction buffer alternates between even and odd rows: row i + 1 writes the other
+        # buffer, and row i + 2's writes come after row i + 1's barrier, which every warp of the
+        # group reaches only after reading row i's partials.
+        sx, sxx, sg, sgx = _row_sum4(x.reduce(cute.ReductionOp.ADD, 0.0, 0),
+                                     (x * x).reduce(cute.ReductionOp.ADD, 0.0, 0),
+                                     g.reduce(cute.ReductionOp.ADD, 0.0, 0),
+                                     (g * x).reduce(cute.ReductionOp.ADD, 0.0, 0),
+                                     tpr, gsize, red, (grp * 2 + i % 2) * 128, bar_id)
+        mean = sx * (1.0 / H)
+        var = cute.arch.fmax(sxx * (1.0 / H) - mean * mean, 0.0)
+        rstd = cute.math.rsqrt(var + eps, fastmath=True)
+        # dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) = rstd * g + (b0 + xhat * k1) with
+        # b0 = -rstd * mean(g), k1 = -rstd * mean(g * xhat), mean(g * xhat) = rstd * sum(g * (x - mean)) / H
+        # and xhat = x * rstd + (-mean * rstd): three FFMAs per element.
+        b0 = -rstd * (sg * (1.0 / H))
+        k1 = -rstd * (rstd * ((sgx - mean * sg) * (1.0 / H)))
+        xhat = x * rstd + (-mean * rstd)
+        tDXrDX.store((g * rstd + (xhat * k1 + b0)).to(mDX.element_type))
         acc_w.store(acc_w.load() + dy * xhat)
 
         if cutlass.const_expr(check_bounds):
@@ -333,12 +349,29 @@ def _rows_kernel(
         if cutlass.const_expr(tpr == 32 and not check_bounds):
             # No barrier in the warp-only reductions: order this row's shared-memory reads before
             # the next iteration's cp.async overwrites the stage (write-after-read).
-            cute.arch.sync_threads()
+            cute.arch.barrier(barrier_id=bar_id, number_of_threads=gsize)
 
     if cutlass.const_expr(USE_PDL):
         cute.arch.griddepcontrol_launch_dependents()    # kernel 2 may be scheduled from here on
-    cute.autovec_copy(acc_w, tSgW)                      # this CTA's partial rows, 128-bit stores
-    cute.autovec_copy(acc_b, tSgB)
+    nacc = cute.size(acc_w)
+    if cutlass.const_expr(ng > 1):
+        # Groups 1 .. ng - 1 park their accumulators in shared memory; group 0 adds them in group
+        # order (fixed: the same bits on every call) and stores the CTA's partial rows.
+        comb = smem.allocate_tensor(cutlass.Float32, cute.make_layout((ng - 1) * 2 * nacc * gsize),
+                                    byte_alignment=16)
+        if grp > 0:
+            for e in cutlass.range_constexpr(nacc):
+                comb[((grp - 1) * 2 * nacc + e) * gsize + tidx] = acc_w[e]
+                comb[((grp - 1) * 2 * nacc + nacc + e) * gsize + tidx] = acc_b[e]
+        cute.arch.sync_threads()
+        if grp == 0:
+            for gg in cutlass.range_constexpr(1, ng):
+                for e in cutlass.range_constexpr(nacc):
+                    acc_w[e] = acc_w[e] + comb[((gg - 1) * 2 * nacc + e) * gsize + tidx]
+                    acc_b[e] = acc_b[e] + comb[((gg - 1) * 2 * nacc + nacc + e) * gsize + tidx]
+    if grp == 0:
+        cute.autovec_copy(acc_w, tSgW)                  # this CTA's partial rows, 128-bit stores
+        cute.autovec_copy(acc_b, tSgB)
 
 
 @cute.kernel
@@ -434,12 +467,13 @@ def _layernorm_bwd_host(
     T = mX.shape[0]
     H = mX.shape[1]
     check_bounds = (T % rows != 0) or (H % (vpt * tpr * VEC) != 0)
-    _rows_kernel(mDY, mX, mW, mDX, mS, tiled_copy, async_copy, tpr, vpt, rows, n_ctas, eps, check_bounds,
+    ng = _groups(tpr, rows)
+    _rows_kernel(mDY, mX, mW, mDX, mS, tiled_copy, async_copy, tpr, vpt, rows, ng, n_ctas, eps, check_bounds,
                  stages).launch(
         grid=[n_ctas, 1, 1],
-        block=[rows * tpr, 1, 1],
+        block=[ng * rows * tpr, 1, 1],
         stream=stream,
-        min_blocks_per_mp=_ctas_per_sm(tpr, rows),
+        min_blocks_per_mp=1,
         preferred_smem_carveout=SMEM_CARVEOUT,
     )
     atom_r = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=128)

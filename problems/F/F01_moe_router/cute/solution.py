@@ -60,8 +60,10 @@ Measured on the H200 (full mode):
     65.3 us (IQR 0.6) for the previous design; a persistent-grid form of this kernel ran 66.9 us.
   The estimate before the measurement was ~50 us (~47 us if the time scaled with the ALU clocks:
   the previous design's 65.1 us x 1120 / 1560).  It came in at 62 us: the ALU-pipe count fell ~28% but the time only
-  ~5%, so the ALU pipe was not the only limit.  The other limit is not identified.  A TIRx port of
-  this design failed the correctness check on the H200 and is not adopted.
+  ~5%, so the ALU pipe was not the only limit.  The other limit is not identified.  The TIRx
+  expert now uses this design's keys, comparator mix and decode, with its integer comparator
+  fixed (an earlier TIRx port failed the check on the H200): 59.4 us in
+  bench/h200/2026-12-02b/solutions-CF-r3.md, against this kernel's 61.5 us in the same run.
 
 Numerics: keys, the float-form network (both sort8 networks, integer groups 1, 4, 7, the merge
 chain) and the decode emulated on the CPU in uint32 / fp32 numpy against the reference's stable

@@ -55,8 +55,12 @@ the atomics, the fill and the writes are divided by 32, ~5 us saved by estimate.
 kernel 2 behind the one-CTA kernel 1 ran 102.4 us in the same run, so the split saves 5.4 us. The
 4-row pipelining of kernel 2 by itself measured no gain over one-row CTAs (102.4 vs 100.7 us,
 both behind the one-CTA kernel 1), although it was expected to bring kernel 2 near the copy rate
-(~80-85 us in all); the reason is not profiled. The CuTe expert (the same design) runs 98.3 us
+(~80-85 us in all); the reason is not profiled. The CuTe expert (the same design) ran 98.3 us
 (bench/h200/2026-12-02/diag-cute-wake200.json).
+In the one-run expert table bench/h200/2026-12-02b/solutions-CF-r3.md (`mkb solutions C F`):
+97.6 us (IQR 0.8), 73.8% of the ideal; the CuTe expert, now launching kernel 2 as a programmatic
+dependent launch, 94.9 us. A TIRx port of that launch gave wrong sums on the `hot` shape set on
+the H200 (bench/h200/2026-12-02b/tune-r3.json) and is not used here.
 """
 import torch
 import tvm_tirx
