@@ -5,8 +5,12 @@
 # Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
 #   scripts/h200-job.sh STEP...
 #   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  tune  spinprobe  sandbox  examples  replay
+#          copyceiling
 #          validate-gpu[-<problems>]
 #   (<dsl>: cute or tirx)
+#   copyceiling: torch's copy / read / write times at each problem's byte count ($COPY_PROBLEMS: ids or
+#   family letters, default A B; $COPY_SOLUTIONS: `mkb solutions` JSONs whose expert times are put
+#   beside them), python -m mkb_eval.copyceiling; output $OUT/${COPY_NAME:-copyceiling}.{json,md}
 #   spinprobe: $SPIN_PROBLEMS, $SPIN_ARGS (e.g. --solutions tirx: the expert kernels), output name $SPIN_NAME
 #   validate-gpu[-<problems>]: `mkb problems validate --device cuda` over all problems (or the
 #   comma-separated ids / family letters, e.g. validate-gpu-A,C01): the validation checks at the
@@ -69,6 +73,10 @@ for step in "$@"; do
       spec=${step#throughput-}; d=${spec%%-j*}; j=1; [ "$spec" != "$d" ] && j=${spec##*-j}
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.throughput --dsl "$d" --judges "$j" \
         --repeat ${THROUGHPUT_REPEAT:-10} ${THROUGHPUT_ARGS:-} --out "$OUT/$step.json" > "$OUT/$step.txt" 2>&1; tail -25 "$OUT/$step.txt" ;;
+    copyceiling)
+      sol=(); for f in ${COPY_SOLUTIONS:-}; do sol+=(--solutions "$f"); done
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.copyceiling ${COPY_PROBLEMS:-A B} "${sol[@]}" \
+        --out "$OUT/${COPY_NAME:-copyceiling}.json"; cat "$OUT/${COPY_NAME:-copyceiling}.md" ;;
     spinprobe)
       # the wake spin against each baseline's host enqueue time ($SPIN_PROBLEMS, python -m mkb_eval.spinprobe)
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.spinprobe ${SPIN_PROBLEMS:-A03 A07 A08 B05 C12 D10 F09} \
