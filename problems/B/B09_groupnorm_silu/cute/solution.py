@@ -1,108 +1,93 @@
 """B09 groupnorm_silu, CuTe DSL expert solution: y = silu(group_norm(x, 32, w, b, eps)), NCHW fp16,
 fp32 math, one fp16 rounding; PERSISTENT thread-block clusters, each looping over (sample, group)
-rows with the next row's slice prefetched into shared memory by bulk copies.
+rows with the next row's slice prefetched into shared memory by bulk copies; one-pass shifted
+slice statistics; SiLU through one hardware tanh (tanh.approx.f32).
 
-Memory-bound: x is read once and y written once; every element stays on chip between the read
-and the write, so there is no second pass over global memory, even though one (sample, group)
-statistic covers C/32 * H * W elements (262144 = 512 KB at the benchmark shape, far more than one
-CTA can hold).
+Memory-bound: x read once, y written once; a group's L = C/32 * H * W elements (512 KB at the
+benchmark shape) stay on chip in between. A group is one contiguous run in NCHW: x is viewed as
+a row-major (N * 32, L) matrix (channel c = g * C/32 + col // (H * W)). A cluster of K CTAs
+splits a row into K slices of SL = TPR * VPT * 8 elements (_config: the largest K of 8, 4, 2, 1
+with exactly K slices; benchmark K = 8, TPR = 512, VPT = 8, SL = 32768 = 64 KB).
 
-Layout: in NCHW a group (n, g) is one contiguous run of L = C/32 * H * W elements, so x is viewed
-as a row-major (N * 32, L) matrix, one row per group (channel c = g * C/32 + col // (H * W)). A
-cluster of K CTAs splits a row into K slices of SL = TPR * VPT * 8 elements (_config: the largest
-K of 8, 4, 2, 1 with exactly K slices; benchmark K = 8, TPR = 512, VPT = 8, SL = 32768 = 64 KB).
-
-Every call launches the same two kernels from one compiled host function
-  (1) a one-warp kernel that zeroes the two int32 ticket counters and at once executes
-  griddepcontrol.launch_dependents, (2) the main kernel with programmatic dependent launch
-  (use_pdl=True). The main kernel's only access to the counter (rank 0, thread 0) comes after
-  griddepcontrol.wait, so it sees the zeroes; every other thread runs its prologue (mbarrier
-  init) meanwhile. Nothing carries over from one call to the next, so correctness does not
-  depend on call order, shapes or a previous launch having completed. Why this matters for the
-  judge: an earlier version of this design zeroed the counter with a kernel launched on the first
-  call only (later launches reset it in-kernel); on the H200 the judge rejected it
-  (`kernel_set_changed`: a timed call launched fewer kernels than the checked call). The
-  counters are allocated in build() when a GPU is visible (else on the first call; allocation
-  only, no kernel).
+Launch protocol: every call launches the same two kernels from one compiled host function, a
+one-warp kernel that zeroes the two int32 ticket counters and at once executes
+griddepcontrol.launch_dependents, then the main kernel with programmatic dependent launch
+(use_pdl=True), whose only counter access (rank 0, thread 0) comes after griddepcontrol.wait.
+Nothing carries over between calls (a version that zeroed the counter on the first call only was
+rejected by the judge as `kernel_set_changed`). Counters: allocated in build() when a GPU is
+visible, else on the first call. Host path: compiled with --enable-tvm-ffi against fake tensors;
+run() passes the torch tensors straight through on torch's current stream.
 
 Design
   * Grid = NCL clusters of K CTAs, NCL = min(2 * SMs / K, ceil(groups / 4)) (benchmark: 33
-    clusters = 264 CTAs = 2 per SM on 132 SMs, min_blocks_per_mp = 2, 64 registers). Each
-    cluster loops over groups. The group of each iteration comes from a global ticket counter
-    (atom.add by rank 0, thread 0, two iterations ahead), so the load is balanced whatever
-    number of clusters the GPCs can hold at once (a cluster that starts late just draws a
-    terminating ticket and exits). The first two tickets are drawn in the prologue into rank
-    0's shared memory, one cluster barrier (also: every CTA started, mbarrier inits visible),
-    then every CTA reads them over DSMEM (ld.shared::cluster).
-  * Per CTA, per iteration: the current group's slice is in REGISTERS (32 per thread); the NEXT
-    group's slice is in flight into a 64 KB shared-memory stage (4 cp.async.bulk of 16 KB,
-    complete_tx on an mbarrier), issued right after the stage was copied into registers, i.e. a
-    whole iteration before it is needed. Iteration: stats (sum, then M2 around the slice mean;
-    2 block reductions) -> thread 0 pushes (sum, M2, ticket of iteration + 2) to every CTA of
-    the cluster with st.async.shared::cluster (complete_tx of 16 B on that CTA's exchange
-    mbarrier for this iteration's parity) -> every thread waits for the K * 16 bytes -> Chan
-    merge from its own shared memory (mean = sum / L, M2 = sum_r M2_r + n_r (mean_r - mean)^2,
-    as good as a two-pass computation) -> affine + SiLU + 128-bit stores from registers -> wait
-    the stage's mbarrier -> stage to registers (ld.shared.v4) -> __syncthreads -> next bulk copy
-    into the stage. No barrier.cluster in the loop: its arrive.release costs a MEMBAR.GPU,
-    which here would wait for the previous group's 64 KB of outstanding global stores; st.async
-    + mbarrier needs no fence. Iteration 0's slice is loaded straight into registers
-    (ld.global.v4) while iteration 1's bulk copy fills the stage: 128 KB per CTA in flight.
-  * Tickets: ctr[0] counts drawn tickets (ticket t = group t while t < groups); a cluster stops
-    drawing after its first ticket >= groups.
-  * Exchange slots / mbarriers alternate by iteration parity: a CTA can run at most one
-    iteration ahead of a peer (it needs the peer's partials of the current one), so a parity's
-    slot is rewritten only after every CTA has read it. A final cluster barrier keeps rank 0's
-    ticket slots (read remotely in the prologue) alive until all peers are done.
-  * Affine + SiLU in fp32: a = rstd * w, c = b - mean * a, v = x * a + c (one FMA),
-    y = v * rcp(1 + exp2(-v * log2 e)) (ex2.approx + rcp.approx, relative error ~2^-22), one
-    rounding to fp16 on the store. v << 0: exp2 -> inf, rcp -> 0, y = -0; v >> 0: y = v.
-    rstd = rsqrt(M2 / L + eps) (rsqrt.approx, ~2^-23 relative). The slice sum is accumulated
-    vector by vector (fp32, 64 values per thread), well inside the tolerance.
-  * Registers: the slice stays packed fp16 (32 registers); each phase (sum, M2, apply) converts
-    (x ^ z_p) to fp32, z_p = 0 re-read from shared memory after a barrier, so ptxas cannot merge
-    the conversions of different phases (with an opaque cvt alone, ptxas 13.0 still merged them
-    here and spilled 92 B per thread at the 64-register cap; with z_p: 64 registers, no spill,
-    checked with ptxas -v on the benchmark PTX). Cost: one 16-bit XOR per element and phase.
-  * w / b: read at the top of the iteration (latency behind the reductions), one load per
-    distinct channel of the slice when it holds whole channels (benchmark: 2 channels,
-    4 registers).
-  * Ragged edges (L not a multiple of SL): predicated loads/stores, one predicate per vector
-    (H * W % 8 == 0, so a vector never straddles a row end or a channel); padding lanes are
-    zero-filled, add 0 to the sum and are masked out of M2; the last slice's element count is
-    used in the Chan merge. At the check shapes: small K = 1 (one CTA, no cluster exchange),
-    ragged (L = 1200) K = 2 slices of 768 + 432, medium K = 8, so the checks exercise the
-    cluster merge, the ragged last slice and several iterations per cluster.
-  * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
-    tensors straight through on torch's current stream; both launches come from one host call.
+    clusters, 2 CTAs of 512 threads per SM, min_blocks_per_mp = 2, 64 registers). Each cluster
+    loops over groups drawn from a global ticket counter (atom.add by rank 0, thread 0, two
+    iterations ahead), so the work is balanced however many clusters the GPCs hold; a cluster
+    stops after its first ticket >= groups. Prologue: ONE atom.add of 2 draws the first two
+    tickets (one L2 round trip before the first load) into rank 0's shared memory; one cluster
+    barrier (all CTAs started, mbarrier inits visible); every CTA reads them over DSMEM.
+  * Per CTA and iteration: the current slice in REGISTERS (32 packed fp16 words per thread); the
+    NEXT group's slice in flight into a 64 KB stage (4 cp.async.bulk of 16 KB, complete_tx on an
+    mbarrier), issued a whole iteration before use. Iteration 0's slice is loaded straight into
+    registers (ld.global.v4) while iteration 1's bulk copy fills the stage.
+  * Slice statistics in ONE register pass around k = the slice's first element (a value of the
+    data, so |mean - k| is a few std whatever the offset of x; a broadcast global load in
+    iteration 0, sX[0] after the stage's mbarrier wait later): S1 = sum (x - k), S2 = sum
+    (x - k)^2 in fp32 (per 128-bit vector, then per thread), ONE two-value block reduction (warp
+    shuffles, one shared step, one __syncthreads), then sum = n k + S1, M2 = max(S2 - S1^2 / n, 0).
+    Cancellation costs a factor 1 + (mean - k)^2 / var (~26 for a 5-sigma k) of fp32's 2^-24.
+  * Exchange: thread 0 pushes (sum, M2, ticket of iteration + 2) to every CTA of the cluster with
+    st.async.shared::cluster (16 B of complete_tx on that CTA's exchange mbarrier of the
+    iteration's parity); every thread waits for the K * 16 bytes, then an exact Chan merge:
+    mean = sum / L, M2 = sum_r M2_r + n_r (mean_r - mean)^2. No barrier.cluster in the loop: its
+    arrive.release costs a MEMBAR.GPU that would wait for the previous group's stores. Slots and
+    mbarriers alternate by parity (a CTA runs at most one iteration ahead of a peer); a final
+    cluster barrier keeps rank 0's ticket slots alive until every peer is done.
+  * Apply: rstd = rsqrt(M2 / L + eps) (rsqrt.approx), a = rstd * w, c = b - mean * a,
+    h = v / 2 = x (a / 2) + c / 2 (one FFMA), silu(v) = v sigmoid(v) = h + h tanh(h): one
+    MUFU.TANH and one FFMA per element instead of FMUL, MUFU.EX2, FADD, MUFU.RCP, FMUL (half the
+    MUFU work); one rounding to fp16, 128-bit stores.
+  * fp16 -> fp32 through 32-bit words: each packed pair is XORed once with a per-phase zero
+    re-read from shared memory after a barrier (statistics, apply), then cvt.f32.f16 of each
+    half, so ptxas cannot merge the two phases' conversions (merged, it kept 64 fp32 copies of
+    the slice alive and spilled at the 64-register cap).
+  * w / b: read at the top of the iteration, one load per distinct channel when the slice holds
+    whole channels (benchmark: 2 channels, 4 registers).
+  * Ragged edges (L not a multiple of SL): one predicate per vector on loads and stores
+    (H * W % 8 == 0: a vector never straddles a channel); padding is zero-filled and masked out
+    of S1 and S2; the last slice's count enters the merge. Check shapes: small K = 1 (one CTA, no
+    exchange), ragged (L = 1200) K = 2 slices of 768 + 432, medium K = 8.
+  * SASS (ptxas 13.0 -v, sm_90a, benchmark kernel): 64 registers, 0 spill, 1280 instructions,
+    against 1464 for the same kernel with the exact SiLU and 1736 for the previous expert (two
+    statistics passes, an XOR per 16-bit half): MUFU 132 -> 68 (64 TANH), HADD2.F32 196 -> 134,
+    PRMT 114 -> 18, LOP3 248 -> 121, BAR.SYNC 5 -> 4; ~7 instructions per element fewer.
+Numerics: statistics emulated in fp32 against an fp64 truth at every shape set, offsets up to
+0.5 (167 std), scales 0.5-2: mean error <= 2e-5 std, rstd relative error <= 5e-7. SiLU: the
+~1.1e-5 maximum relative error of tanh.approx.f32 is a public measurement (N. Juffa, NVIDIA
+developer forums, 2021), not an error bound documented by NVIDIA; y's error from it is |h| dt.
+So the CPU emulation (torch, every shape set, these statistics) perturbed tanh by 2^-11 relative
+(~45x that figure, either sign): worst |y - ref| / tol 0.69 (0.15 with an exact tanh;
+tol = 2e-3 + 6e-3 |y|); most negative v seen -6.1. Checked in Python: the shift's index for
+every slice and shape set; the +2 first draw (1..299 groups, 1..33 clusters: each group once).
+Limits (build() raises ValueError): L <= 8 * 32768 (one cluster holds a group), NCHW < 2**31.
 
-Why persistent clusters (arithmetic, H200, 132 SMs, 2 CTAs per SM)
-  The previous design (one group per cluster, 2048 CTAs, load -> reductions -> cluster barrier
-  -> SiLU -> stores -> exit) had loads in flight only at the start of each CTA's life: ~11.6 us
-  per CTA where its 128 KB of DRAM traffic needs 3.5 us of the SM's 36 KB/us share
-  (4.64 TB/s / 128). Here, per SM, 2 CTAs x (64 KB registers + 64 KB stage); each stage's bulk
-  copy is issued one full iteration (~7 us) before it is consumed and needs ~2-3.5 us, so the SM
-  has a 64 KB load in flight also while its CTAs sit in the reductions, the exchange and the
-  SiLU (Little: ~35 KB per SM keeps its DRAM share busy). No CTA launch per group: 256 groups in
-  33 long-lived clusters, ~8 iterations each. Compute per SM per group slice: MUFU
-  32768 * 2 / 16 = 4096 clk (~2.2 us) + ~0.6 us stats, shared by 2 CTAs, below the 3.5 us of
-  DRAM time per slice. A SiLU through one tanh.approx (half the MUFU work) measured within the
-  noise on the previous design, with a thinner tolerance margin, so the exact SiLU is kept.
-Limits: L <= 8 * 32768 (one cluster of 8 CTAs x 64 KB holds a group), N * C * H * W < 2**31;
-build() raises ValueError beyond that.
-
-Measured on the H200 (bench/h200/2026-12-02b/tune-r3.json, full mode, one judge): 85.9 us
-(IQR 1.8); a 1-CTA-per-SM, two-stage alternative 109.2 us (IQR 1.4) in the same run; the
-previous one-group-per-cluster expert 90.7 us (IQR 2.8) 40 minutes earlier on the same machine
-(bench/h200/2026-12-02b/solutions-AB.md). In the one-run expert table with this code
-(bench/h200/2026-12-02b/solutions-AB-r3.md): 85.8 us (IQR 1.3), 67.1% of the roofline ideal
-(57.6 us), 5.34x the fastest eager formulation, 2.00x torch.compile; the TIRx expert (the same
-design) 83.9 us. The estimate was 62-75 us; it came in at 86: the prefetch gains ~5 us, far
-less than the arithmetic above suggests, so DRAM is still idle for part of each iteration (not
-profiled; the zeroing kernel ahead of the first ticket draw was estimated at ~1-2 us).
+Measured on the H200 (full mode, one judge; the tune run's JSON did not come back from the
+machine, its verdicts and medians are in bench/h200/2026-12-02c/adopt-r5.txt and
+bench/h200/2026-12-02c/logs/call7-tune-B-solutions-AB-copyceiling-job.log): 74.8 us (IQR 1.7)
+against 85.8 us for the previous expert; in the same run this kernel with the exact ex2 + rcp
+SiLU ran 79.6 us (IQR 1.1): the tanh SiLU saved ~5 us, the one-pass statistics, word-wise
+conversion and single prologue atomic ~6 us. The arithmetic estimate was 74-78 us. In the
+one-run table bench/h200/2026-12-02c/solutions-AB-r5.md: 74.7 us (IQR 1.2), 77.0% of the
+57.5 us roofline ideal, 6.11x eager, 2.29x torch.compile, 1.15x faster than the previous
+expert; the TIRx expert (same design) 74.3 us.
+Both B09 experts (~74.5 us, 77% of the ideal) are still below 80% of the ideal.
+Why it helped: the loads have a whole iteration of lead, so an iteration (~10.5 us before,
+256 KB of DRAM traffic per SM = 8 us at the copy rate) was set by each CTA's serial chain
+(stats -> barrier -> exchange -> apply -> stores -> stage copy -> barrier; not profiled), which
+fewer barriers, MUFU ops and instructions shorten (the same tanh SiLU measured within the noise
+on an older one-group-per-cluster design, paced by load latency at CTA start). One CTA of 1024
+threads per SM ran 102.4 us (bench/h200/2026-12-02c/tune-r4.json): hence two of 512.
 """
-import math
-
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
 import cutlass.cute as cute
@@ -125,7 +110,6 @@ CTAS_PER_SM = 2    # 2 x 512 threads at 64 registers, 2 x ~65 KB of shared memor
 MIN_ITERS = 4      # small problems: at most groups / 4 clusters (several iterations each)
 N_BULK = 4         # bulk copies per stage fill (one thread issues them back to back)
 DEFAULT_SMS = 132  # H200; used when no GPU is visible at build time
-NEG_LOG2_E = -math.log2(math.e)
 
 
 @dsl_user_op
@@ -174,16 +158,35 @@ def _st_async_v4(dst, a, b, c, d, bar, rank, *, loc=None, ip=None) -> None:
 
 
 @dsl_user_op
-def _h2f(x, z, *, loc=None, ip=None) -> cutlass.Float32:
-    """fp16 -> fp32 of (bits of x) ^ z through an opaque cvt.f32.f16.  z is 0 but re-read from
-    shared memory after a barrier in each phase (sum, M2, apply), so ptxas cannot merge the
-    conversions of different phases: merged, they kept 64 fp32 copies of the slice alive and
-    spilled at the 64-register cap."""
-    bits = llvm.bitcast(T.i16(), x.ir_value(loc=loc, ip=ip), loc=loc, ip=ip)
-    zb = llvm.trunc(T.i16(), cutlass.Int32(z).ir_value(loc=loc, ip=ip), [], loc=loc, ip=ip)
-    bits = llvm.xor(bits, zb, loc=loc, ip=ip)
-    return cutlass.Float32(llvm.inline_asm(T.f32(), [bits], "cvt.f32.f16 $0, $1;", "=f,h",
-                                           has_side_effects=True, loc=loc, ip=ip))
+def _w2f_lo(w, z, *, loc=None, ip=None) -> cutlass.Float32:
+    """fp32 of the LOW fp16 of the 32-bit word (w ^ z) through an opaque cvt.f32.f16.  z is 0 but
+    re-read from shared memory after a barrier in each phase (statistics, apply), so ptxas cannot
+    merge the conversions of the two phases (merged, they kept 64 fp32 copies of the slice alive
+    and spilled at the 64-register cap).  One 32-bit XOR per PAIR (the expert XORs each 16-bit
+    half separately: PRMT + LOP per element)."""
+    x = llvm.xor(cutlass.Uint32(w).ir_value(loc=loc, ip=ip), cutlass.Uint32(z).ir_value(loc=loc, ip=ip),
+                 loc=loc, ip=ip)
+    return cutlass.Float32(llvm.inline_asm(
+        T.f32(), [x], "{\n.reg .b16 l, h;\nmov.b32 {l, h}, $1;\ncvt.f32.f16 $0, l;\n}", "=f,r",
+        has_side_effects=True, loc=loc, ip=ip))
+
+
+@dsl_user_op
+def _w2f_hi(w, z, *, loc=None, ip=None) -> cutlass.Float32:
+    """fp32 of the HIGH fp16 of the 32-bit word (w ^ z) (see _w2f_lo)."""
+    x = llvm.xor(cutlass.Uint32(w).ir_value(loc=loc, ip=ip), cutlass.Uint32(z).ir_value(loc=loc, ip=ip),
+                 loc=loc, ip=ip)
+    return cutlass.Float32(llvm.inline_asm(
+        T.f32(), [x], "{\n.reg .b16 l, h;\nmov.b32 {l, h}, $1;\ncvt.f32.f16 $0, h;\n}", "=f,r",
+        has_side_effects=True, loc=loc, ip=ip))
+
+
+@dsl_user_op
+def _tanh_approx(x, *, loc=None, ip=None) -> cutlass.Float32:
+    """tanh.approx.f32 (one MUFU.TANH; measured max relative error ~1.1e-5 since sm_75)."""
+    return cutlass.Float32(llvm.inline_asm(
+        T.f32(), [cutlass.Float32(x).ir_value(loc=loc, ip=ip)], "tanh.approx.f32 $0, $1;", "=f,f",
+        has_side_effects=False, loc=loc, ip=ip))
 
 
 def _config(L: int) -> tuple[int, int, int]:
@@ -209,18 +212,22 @@ def _n_clusters(rows: int, k: int, sms: int) -> int:
 
 
 @cute.jit
-def _cta_sum(val: cutlass.Float32, tpr: cutlass.Constexpr, buf: cute.Tensor):
-    """Sum one fp32 per thread over the CTA's TPR threads; all of them get the result."""
-    val = cute.arch.warp_reduction_sum(val, threads_in_group=32)
+def _cta_sum2(v0: cutlass.Float32, v1: cutlass.Float32, tpr: cutlass.Constexpr, buf0: cute.Tensor,
+              buf1: cute.Tensor):
+    """Sum two fp32 per thread over the CTA's TPR threads with ONE barrier; all get both sums."""
+    v0 = cute.arch.warp_reduction_sum(v0, threads_in_group=32)
+    v1 = cute.arch.warp_reduction_sum(v1, threads_in_group=32)
     if cutlass.const_expr(tpr > 32):
         nwarps = tpr // 32
         lane = cute.arch.lane_idx()
         warp = cute.arch.warp_idx()
         if lane == 0:
-            buf[warp] = val
+            buf0[warp] = v0
+            buf1[warp] = v1
         cute.arch.sync_threads()
-        val = cute.arch.warp_reduction_sum(buf[lane % nwarps], threads_in_group=nwarps)
-    return val
+        v0 = cute.arch.warp_reduction_sum(buf0[lane % nwarps], threads_in_group=nwarps)
+        v1 = cute.arch.warp_reduction_sum(buf1[lane % nwarps], threads_in_group=nwarps)
+    return v0, v1
 
 
 @cute.jit
@@ -334,8 +341,10 @@ def _gn_silu_persistent_kernel(
             # PDL: this grid may start while the zeroing kernel still runs; its counter write
             # is visible after griddepcontrol.wait (the only thread that touches the counter)
             cute.arch.griddepcontrol_wait()
-            t0 = cute.arch.atomic_add(mCtr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu")
-            t1 = cute.arch.atomic_add(mCtr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu")
+            # ONE atomic for both tickets (two consecutive groups): one L2 round trip less
+            # ahead of the first load than two back-to-back draws
+            t0 = cute.arch.atomic_add(mCtr.iterator, cutlass.Int32(2), sem="relaxed", scope="gpu")
+            t1 = t0 + 1
             gt0 = cutlass.Int32(-1)
             gt1 = cutlass.Int32(-1)
             if t0 < rows:
@@ -357,7 +366,9 @@ def _gn_silu_persistent_kernel(
         cute.arch.sync_threads()
         g_cur = tick[0]
         g_next = tick[1]
+    kf = cutlass.Float32(0.0)                   # shift: the first element of the current slice
     if g_cur >= 0:
+        kf = mX[g_cur, rank * sl].to(cutlass.Float32)
         gX = cute.local_tile(mX, tile, (g_cur, rank))
         tXgX = thr.partition_S(gX)
         if cutlass.const_expr(check_bounds):
@@ -412,31 +423,36 @@ def _gn_silu_persistent_kernel(
                 w_v.append(mW[g_chan0 + ch].to(cutlass.Float32))
                 b_v.append(mB[g_chan0 + ch].to(cutlass.Float32))
 
-        # slice statistics: sum, then M2 around the slice mean (padding masked out)
-        z0 = zsm[0]
-        tsum = cutlass.Float32(0.0)
-        for j in cutlass.range_constexpr(vpt):
-            s = cutlass.Float32(0.0)
-            for i in cutlass.range_constexpr(VEC):
-                s = s + _h2f(tXrX[i, 0, j], z0)
-            tsum = tsum + s
-        lsum = _cta_sum(tsum, tpr, red_a)
-        lmean = lsum / cutlass.Float32(n_here)
-        m2 = cutlass.Float32(0.0)
+        # slice statistics in ONE pass: S1 = sum (x - k), S2 = sum (x - k)^2 around the slice's
+        # first element k (padding vectors masked out), one two-value block reduction; then the
+        # slice's (sum, M2) = (n k + S1, S2 - S1^2 / n) for the unchanged Chan merge
+        z0 = cutlass.Uint32(zsm[0])
+        wX = cute.recast_tensor(tXrX, cutlass.Uint32)   # ((4), 1, VPT) packed fp16 pairs
         if cutlass.const_expr(check_bounds):
             pred = _col_pred(thr, mX, tile, rank)
-        z1 = zsm[1]
+        s1 = cutlass.Float32(0.0)
+        s2 = cutlass.Float32(0.0)
         for j in cutlass.range_constexpr(vpt):
-            s = cutlass.Float32(0.0)
-            for i in cutlass.range_constexpr(VEC):
-                d = _h2f(tXrX[i, 0, j], z1) - lmean
-                s = s + d * d
+            a1 = cutlass.Float32(0.0)
+            a2 = cutlass.Float32(0.0)
+            for i in cutlass.range_constexpr(VEC // 2):
+                d0 = _w2f_lo(wX[i, 0, j], z0) - kf
+                d1 = _w2f_hi(wX[i, 0, j], z0) - kf
+                a1 = a1 + (d0 + d1)
+                a2 = a2 + d0 * d0
+                a2 = a2 + d1 * d1
             if cutlass.const_expr(check_bounds):
                 if pred[0, 0, j]:
-                    m2 = m2 + s
+                    s1 = s1 + a1
+                    s2 = s2 + a2
             else:
-                m2 = m2 + s
-        lm2 = _cta_sum(m2, tpr, red_b)
+                s1 = s1 + a1
+                s2 = s2 + a2
+        s1, s2 = _cta_sum2(s1, s2, tpr, red_a, red_b)
+        nf = cutlass.Float32(n_here)
+        lsum = nf * kf + s1
+        lmean = lsum / nf
+        lm2 = cute.arch.fmax(s2 - s1 * (s1 / nf), cutlass.Float32(0.0))
 
         # ticket of iteration it + 2 (rank 0), sent along with the partials
         gt2 = cutlass.Int32(-1)
@@ -489,14 +505,18 @@ def _gn_silu_persistent_kernel(
             g_after = tick[(it + 2) % 4]
 
         # affine + SiLU, one fp16 rounding, 128-bit stores
-        z2 = zsm[2]
+        z2 = cutlass.Uint32(zsm[2])
+        wA = cute.recast_tensor(tXrX, cutlass.Uint32)
         for j in cutlass.range_constexpr(vpt):
+            # h = v / 2 = x (a / 2) + (c / 2); silu(v) = v sigmoid(v) = h + h tanh(h)
             a = rstd * w_v[j]
-            sh = b_v[j] - mean * a
-            for i in cutlass.range_constexpr(VEC):
-                v = _h2f(tXrX[i, 0, j], z2) * a + sh
-                e = cute.math.exp2(v * NEG_LOG2_E, fastmath=True)
-                tYrY[i, 0, j] = (v * cute.math.rcp(e + 1.0, approx=True, ftz=True)).to(mY.element_type)
+            ah = a * 0.5
+            shh = (b_v[j] - mean * a) * 0.5
+            for i in cutlass.range_constexpr(VEC // 2):
+                h = _w2f_lo(wA[i, 0, j], z2) * ah + shh
+                tYrY[2 * i, 0, j] = (h * _tanh_approx(h) + h).to(mY.element_type)
+                h = _w2f_hi(wA[i, 0, j], z2) * ah + shh
+                tYrY[2 * i + 1, 0, j] = (h * _tanh_approx(h) + h).to(mY.element_type)
         gY = cute.local_tile(mY, tile, (g_cur, rank))
         tYgY = thr.partition_D(gY)
         if cutlass.const_expr(check_bounds):
@@ -507,6 +527,7 @@ def _gn_silu_persistent_kernel(
         # next group: stage -> registers, then refill the stage with the group after it
         if g_next >= 0:
             cute.arch.mbarrier_wait(stage_bar, it % 2)
+            kf = sX[0, 0].to(cutlass.Float32)   # the next slice's first element (broadcast)
             if cutlass.const_expr(check_bounds):
                 tXrX.fill(0.0)
                 cute.copy(tiled_copy, tXsX, tXrX, pred=_col_pred(thr, mX, tile, rank))

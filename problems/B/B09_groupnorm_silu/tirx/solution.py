@@ -1,80 +1,91 @@
 """B09 groupnorm_silu, TIRx (tvm_tirx 0.1.0a4) expert solution: y = silu(group_norm(x) * w + b);
-PERSISTENT thread-block clusters, each looping over (sample, group) rows with the next row's slice
-prefetched into shared memory by bulk copies.
+PERSISTENT thread-block clusters, each looping over (sample, group) rows with the next row's
+chunk prefetched into shared memory by bulk copies; one-pass shifted chunk statistics; SiLU
+through one hardware tanh (tanh.approx.f32).
 
-x, y: fp16 NCHW; w, b: fp16 [C]; 32 groups of C / 32 consecutive channels; fp32 math. One read
-of x and one write of y (the memory-bound minimum); every call launches the same two kernels: a
-one-warp kernel that zeroes the ticket counters, then the main kernel.
+x, y: fp16 NCHW; w, b: fp16 [C]; 32 groups of C / 32 consecutive channels; fp32 math; one read
+of x and one write of y (the memory-bound minimum). Group gi = n * 32 + g is one contiguous block
+of GE = (C / 32) * H * W elements, GV = GE / 8 16-byte vectors, split over a cluster of K CTAs:
+CTA rank r holds chunk r of CH vectors, vector j of a thread being r * CH + j * THREADS + tid
+(a warp access covers 512 contiguous bytes). plan(): the smallest power-of-two K that holds the
+group at 8 vectors per thread, raised toward 4 where every chunk keeps >= 32 vectors (benchmark
+K = 8, CH = 4096 vectors = 64 KB, 512 threads x 8 vectors, 32 data registers).
 
-Layout: group gi = n * 32 + g is one contiguous block of GE = (C / 32) * H * W elements
-(channels g * C/32 .. of sample n are adjacent in NCHW), GV = GE / 8 16-byte vectors, split over
-a cluster of K CTAs: CTA rank r holds chunk r of CH vectors, vector j of a thread being
-r * CH + j * THREADS + tid, so each warp access covers 512 contiguous bytes (benchmark: K = 8,
-CH = 4096 vectors = 64 KB, 512 threads x 8 vectors, 32 data registers).
-
-Launch protocol (why two kernels on every call)
-  The zeroing kernel executes griddepcontrol.launch_dependents at once; the main kernel is
-  launched right after it with programmatic stream serialization (PDL,
-  LaunchConfig(programmatic_stream_serialization=True)), and its only counter user (rank 0,
-  thread 0) executes griddepcontrol.wait before its first ticket draw; every other thread runs
-  its prologue meanwhile. Nothing carries over between calls, so correctness does not depend on
-  call order or shapes. This matters for the judge: an earlier version of this design zeroed the
-  counters with the small kernel on the first call only (later launches reset them in-kernel);
-  on the H200 the judge rejected it (`kernel_set_changed`: a timed call launched fewer kernels
-  than the checked call). Both launches are enqueued while the judge's 200 us spin runs (host
-  time hidden). The counters are allocated in build() when a GPU is visible (else on the first
-  call; allocation only, no kernel). Device helpers are named mkb_g9v5_* (unique sources).
+Launch protocol: every call launches the same two kernels: a one-warp kernel zeroes the ticket
+counters and at once executes griddepcontrol.launch_dependents; the main kernel runs with
+programmatic stream serialization, and its only counter user (rank 0, thread 0) executes
+griddepcontrol.wait first. Nothing carries over between calls (a version that zeroed the
+counters on the first call only was rejected by the judge as `kernel_set_changed`). Counters:
+allocated in build() when a GPU is visible, else on the first call.
 
 Design
   * Grid = NCL clusters of K CTAs, NCL = min(2 * SMs / K, ceil(groups / 4)) (benchmark 33
-    clusters = 2 CTAs per SM, min_blocks_per_sm = 2). Each cluster loops over groups drawn from
-    a global ticket counter (atomicAdd by rank 0, thread 0, two iterations ahead), so the work is
-    balanced however many clusters the GPCs hold at once.
-  * Per CTA and iteration: the current slice is in registers; the NEXT group's slice is in flight
-    into a 64 KB shared-memory stage (cp.async.bulk, 4 x 16 KB, complete_tx on an mbarrier),
-    issued one whole iteration before it is used. Iteration: chunk mean and M2 around it (2 block
-    reductions) -> each CTA pushes (sum, M2, next-next ticket) to every CTA of the cluster with
-    st.async (complete_tx on a per-parity mbarrier; no barrier.cluster.arrive.release, whose
-    MEMBAR.GPU would wait for the previous iteration's outstanding global stores) -> Chan merge,
-    M2 = sum M2_l + n_l (mean_l - mean)^2 (exact, as good as two passes) -> affine + SiLU +
-    st.global.v4 -> wait the stage -> stage to registers -> cta_sync -> next bulk copy.
-    Iteration 0's slice is read straight into registers (ld.global.nc.v4) while iteration 1's
-    bulk copy fills the stage.
-  * w / b are read at the top of the iteration (latency behind the reductions), one load per
-    distinct channel when the chunk holds whole channels (benchmark: 2 channels per chunk).
-  * Tickets: Ctr[0] = tickets drawn (ticket t = group t while t < groups); a cluster stops
-    drawing after its first ticket >= groups.
-  * Apply: folded fp32 scale a = rstd * w[c] and shift s = b[c] - mean * a, v = x * a + s,
-    y = v / (1 + 2^(-v log2 e)) (ex2.approx + fast division), one rounding to fp16 per pair
-    (cvt.rn.f16x2.f32), st.global.v4.b32. Chunk sum and M2 are accumulated vector by vector in
-    fp32; statistics never leave fp32.
-  * Registers: the chunk stays packed (32 registers); each phase p (sum, M2, apply) converts
-    (x ^ zz[p]) with zz[p] = 0 re-read from shared memory after a barrier, so ptxas cannot
-    merge the fp16 -> fp32 conversions of different phases. Without it ptxas kept 64 fp32
-    copies of the chunk alive and spilled 540 B per thread; with it: 64 registers, 0 spill
-    (ptxas -v on the NVRTC PTX, benchmark shape; check shapes 33 / 56 / 182 registers, no
-    spill). Cost: one XOR per word per phase.
+    clusters, 2 CTAs per SM, min_blocks_per_sm = 2, 64 registers). Each cluster loops over groups
+    drawn from a global ticket counter (atomicAdd by rank 0, thread 0, two iterations ahead), so
+    the work is balanced however many clusters the GPCs hold; a cluster stops after its first
+    ticket >= groups. Prologue: ONE atomicAdd of 2 draws the first two tickets (one L2 round trip
+    before the first load) into rank 0's shared memory; one cluster barrier; every CTA reads
+    them over DSMEM.
+  * Per CTA and iteration: the current chunk in registers; the NEXT group's chunk in flight into
+    a 64 KB stage (4 cp.async.bulk of 16 KB, complete_tx on an mbarrier), issued a whole
+    iteration before use. Iteration 0's chunk is read straight into registers (ld.global.nc.v4)
+    while iteration 1's bulk copy fills the stage.
+  * Chunk statistics in ONE register pass around k = the chunk's first element (a value of the
+    data, so |mean - k| is a few std whatever the offset of x; a scalar load of x in iteration 0,
+    the low half of xs[0] after the stage's mbarrier wait later): S1 = sum (x - k), S2 = sum
+    (x - k)^2 in fp32 (balanced tree per 8-value vector, accumulated vector by vector), ONE
+    two-value block reduction (5-step warp butterflies, one shared step, ONE cta_sync, a
+    log2(WARPS)-step butterfly), then sum = n k + S1, M2 = max(S2 - S1^2 / n, 0). Cancellation
+    costs a factor 1 + (mean - k)^2 / var (~26 for a 5-sigma k) of fp32's 2^-24: ~1e-6 relative.
+  * Exchange: (sum, M2, ticket of iteration + 2) pushed to every CTA of the cluster with st.async
+    (complete_tx on a per-parity mbarrier; no barrier.cluster.arrive.release, whose MEMBAR.GPU
+    would wait for the previous iteration's stores); exact Chan merge, M2 = sum M2_l +
+    n_l (mean_l - mean)^2. A final cluster barrier keeps rank 0's ticket slots alive.
+  * Apply: rstd = rsqrt(M2 / GE + eps), folded a = rstd * w[c], s = b[c] - mean * a, then
+    h = v / 2 = x (a / 2) + s / 2 (one FFMA) and silu(v) = v sigmoid(v) = h + h tanh(h): one
+    MUFU.TANH and one FFMA per element instead of FMUL, MUFU.EX2, FADD, MUFU.RCP, FMUL (half the
+    MUFU work); one rounding per pair (cvt.rn.f16x2.f32), st.global.v4.b32. w / b: read at the
+    top of the iteration, one load per distinct channel when the chunk holds whole channels
+    (benchmark: 2 channels per chunk).
+  * Registers: the chunk stays packed (32 registers); the statistics and apply phases convert
+    (x ^ zz[p]), zz[p] = 0 re-read from shared memory after a barrier (zz[0] and zz[2]; zz[1]
+    served a second statistics pass that no longer exists), so ptxas cannot merge the fp16 ->
+    fp32 conversions of the two phases (merged, it spilled ~520 B per thread).
   * Ragged chunks (GV not a multiple of CH): slots past the chunk end are neither loaded nor
-    stored and are masked out of the sums (counts exact per chunk).
+    stored, hold zeros and are masked out of S1 and S2 (they would add -k each); counts are exact
+    per chunk. Check shapes: the small one K = 1 (no cluster), the ragged one K = 4 chunks of
+    38 vectors.
+  * SASS (NVRTC PTX -> ptxas 13.0 -v, sm_90a, benchmark kernel): 64 registers, 0 spill, 1160
+    instructions against 1344 for the same kernel with the exact SiLU and 1488 for the previous
+    expert (two statistics passes): MUFU 131 -> 67 (64 TANH), HADD2.F32 196 -> 134, BAR.SYNC
+    7 -> 4; ~5 instructions per element fewer.
+  * Host path: build() compiles both kernels for sm_90a (static N, C, H, W); run() launches the
+    zeroing kernel, then the main kernel, on the torch tensors.
+Numerics: statistics emulated in fp32 against an fp64 truth at every shape set, offsets up to
+0.5 (167 std), scales 0.5-2: mean error <= 2e-5 std, rstd relative error <= 5e-7. SiLU: the
+~1.1e-5 maximum relative error of tanh.approx.f32 is a public measurement (N. Juffa, NVIDIA
+developer forums, 2021), not an error bound documented by NVIDIA; y's error from it is |h| dt.
+So the CPU emulation (torch, every shape set, these statistics) perturbed tanh by 2^-11 relative
+(~45x that figure, either sign): worst |y - ref| / tol 0.69 (0.15 with an exact tanh;
+tol = 2e-3 + 6e-3 |y|); most negative v seen -6.1. Checked in Python: the shift's index for
+every chunk and shape set; the +2 first draw (1..299 groups, 1..33 clusters: each group once).
+Limits (asserted): GE <= 8 * 512 * 8 * 8 = 262144, H * W % 8 == 0, N * C * H * W < 2^31.
 
-Why persistent clusters (H200, 132 SMs): the previous designs (grid barrier, or one group per
-cluster) kept two 64 KB slices per SM in registers and ran load -> reductions -> join -> SiLU ->
-stores -> exit, one group slice per CTA, so loads were in flight only at the start of a CTA's
-life. Here, per SM, 2 CTAs x (64 KB registers + 64 KB stage); each stage load is issued ~one
-iteration (~7 us at 2 CTAs per SM sharing 36 KB/us) before use and needs ~2-3.5 us, so a 64 KB
-load is also in flight while the CTAs reduce, exchange and compute. No CTA launch per group,
-~8 iterations per cluster.
-Limits: GE <= 8 * 512 * 8 * 8 = 262144 elements, N * C * H * W < 2^31 (int32 indexing).
-
-Measured on the H200 (bench/h200/2026-12-02b/tune-r3.json, full mode, one judge): 83.8 us
-(IQR 1.6); a 1-CTA-per-SM, two-stage alternative 108.3 us (IQR 1.1) in the same run; the
-previous grid-barrier expert 93.9 us (IQR 4.3) 40 minutes earlier on the same machine
-(bench/h200/2026-12-02b/solutions-AB.md). In the one-run expert table with this code
-(bench/h200/2026-12-02b/solutions-AB-r3.md): 83.9 us (IQR 1.6), 68.6% of the roofline ideal
-(57.6 us), 5.46x the fastest eager formulation, 2.04x torch.compile; the CuTe expert (the same
-design) 85.8 us. The estimate was 62-75 us; it came in at 84: the prefetch gains ~10 us, less
-than the arithmetic above suggests, so DRAM is still idle for part of each iteration (not
-profiled; the zeroing kernel ahead of the first ticket draw was estimated at ~1-2 us).
+Measured on the H200 (full mode, one judge; the tune run's JSON did not come back from the
+machine, its verdicts and medians are in bench/h200/2026-12-02c/adopt-r5.txt and
+bench/h200/2026-12-02c/logs/call7-tune-B-solutions-AB-copyceiling-job.log): 74.4 us (IQR 1.5)
+against 83.9 us for the previous expert; in the same run this kernel with the exact ex2 +
+division SiLU ran 79.4 us (IQR 1.7): the tanh SiLU saved ~5 us, the one-pass statistics and
+single prologue atomic ~4.5 us. The arithmetic estimate was 74-78 us. In the one-run table
+bench/h200/2026-12-02c/solutions-AB-r5.md: 74.3 us (IQR 1.3), 77.4% of the 57.5 us roofline
+ideal, 6.14x eager, 2.30x torch.compile, 1.13x faster than the previous expert; the CuTe expert
+(same design) 74.7 us.
+Both B09 experts (~74.5 us, 77% of the ideal) are still below 80% of the ideal.
+Why it helped: the loads have a whole iteration of lead, so an iteration (~10.5 us before,
+256 KB of DRAM traffic per SM = 8 us at the copy rate) was set by each CTA's serial chain
+(stats -> barriers -> exchange -> apply -> stores -> stage copy -> barrier; not profiled), which
+fewer barriers, MUFU ops and instructions shorten. One CTA of 1024 threads per SM ran 112.0 us
+(bench/h200/2026-12-02c/tune-r4.json): hence two of 512.
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx
@@ -92,58 +103,71 @@ CTAS_PER_SM = 2  # __launch_bounds__(512, 2): 64 registers; 2 x ~65 KB of shared
 MIN_ITERS = 4  # at most groups / 4 clusters: several iterations per cluster
 N_BULK = 4  # bulk copies per stage fill (benchmark: 4 x 16 KB)
 DEFAULT_SMS = 132  # H200; used when no GPU is visible at build time
-LOG2E = 1.4426950408889634
 X_LOAD = "ld.global.nc.v4.b32"  # read-only path, no L1::no_allocate (faster on the H200)
 Y_STORE = "st.global.v4.b32"
 
 # CUDA device helpers, one source string per function (identical strings clash in TIRx).
 H2F_LO = r"""
-__device__ __forceinline__ float mkb_g9v5_h2f_lo(unsigned int w) {
+__device__ __forceinline__ float mkb_g9v10_h2f_lo(unsigned int w) {
   float f;
   asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(w));
   return f;
 }
 """
 H2F_HI = r"""
-__device__ __forceinline__ float mkb_g9v5_h2f_hi(unsigned int w) {
+__device__ __forceinline__ float mkb_g9v10_h2f_hi(unsigned int w) {
   float f;
   asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(w));
   return f;
 }
 """
 TICKET = r"""
-__device__ __forceinline__ int mkb_g9v5_ticket(int* ctr) {
+__device__ __forceinline__ int mkb_g9v10_ticket(int* ctr) {
   return atomicAdd(ctr, 1);
+}
+"""
+# two consecutive tickets with one atomic (the prologue's draw: one L2 round trip, not two)
+TICKET2 = r"""
+__device__ __forceinline__ int mkb_g9v10_ticket2(int* ctr) {
+  return atomicAdd(ctr, 2);
 }
 """
 # Programmatic dependent launch: the main kernel waits for the zeroing kernel (its grid done and
 # its writes visible) before its first ticket draw; the zeroing kernel lets it start at once.
 GDC_WAIT = r"""
-__device__ __forceinline__ void mkb_g9v5_gdc_wait() {
+__device__ __forceinline__ void mkb_g9v10_gdc_wait() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 """
 GDC_LAUNCH = r"""
-__device__ __forceinline__ void mkb_g9v5_gdc_launch() {
+__device__ __forceinline__ void mkb_g9v10_gdc_launch() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 """
+# silu(v) = h + h tanh(h), h = v / 2: one MUFU.TANH (measured max relative error ~1.1e-5)
+TANH = r"""
+__device__ __forceinline__ float mkb_g9v10_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+"""
 BULK = r"""
-__device__ __forceinline__ void mkb_g9v5_bulk(unsigned int dst, const void* src,
+__device__ __forceinline__ void mkb_g9v10_bulk(unsigned int dst, const void* src,
                                               unsigned int bytes, unsigned int bar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
 }
 """
 MBAR_FENCE = r"""
-__device__ __forceinline__ void mkb_g9v5_mbar_fence() {
+__device__ __forceinline__ void mkb_g9v10_mbar_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 """
 # 16 bytes from registers into CTA `rank`'s shared memory (at the offset of local `dst`),
 # completing 16 transaction bytes on CTA `rank`'s mbarrier (at the offset of local `bar`).
 ST_ASYNC = r"""
-__device__ __forceinline__ void mkb_g9v5_st_async(unsigned int dst, unsigned int a,
+__device__ __forceinline__ void mkb_g9v10_st_async(unsigned int dst, unsigned int a,
                                                   unsigned int b, unsigned int c, unsigned int d,
                                                   unsigned int bar, unsigned int rank) {
   unsigned int rd, rb;
@@ -155,7 +179,7 @@ __device__ __forceinline__ void mkb_g9v5_st_async(unsigned int dst, unsigned int
 """
 # int32 at shared address `a` (this CTA's window) in the CTA of cluster rank `rank`.
 DSMEM_LD = r"""
-__device__ __forceinline__ int mkb_g9v5_dsmem_ld(unsigned int a, unsigned int rank) {
+__device__ __forceinline__ int mkb_g9v10_dsmem_ld(unsigned int a, unsigned int rank) {
   unsigned int r;
   int v;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
@@ -164,13 +188,13 @@ __device__ __forceinline__ int mkb_g9v5_dsmem_ld(unsigned int a, unsigned int ra
 }
 """
 CLUSTER_SYNC = r"""
-__device__ __forceinline__ void mkb_g9v5_cluster_sync() {
+__device__ __forceinline__ void mkb_g9v10_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 """
 CLUSTER_SYNC_RELAXED = r"""
-__device__ __forceinline__ void mkb_g9v5_cluster_sync_relaxed() {
+__device__ __forceinline__ void mkb_g9v10_cluster_sync_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
 }
@@ -179,12 +203,17 @@ __device__ __forceinline__ void mkb_g9v5_cluster_sync_relaxed() {
 
 def _lo(w):
     """fp32 value of the low fp16 of a packed pair."""
-    return T.cuda.func_call("mkb_g9v5_h2f_lo", w, H2F_LO, ty="float32")
+    return T.cuda.func_call("mkb_g9v10_h2f_lo", w, H2F_LO, ty="float32")
 
 
 def _hi(w):
     """fp32 value of the high fp16 of a packed pair."""
-    return T.cuda.func_call("mkb_g9v5_h2f_hi", w, H2F_HI, ty="float32")
+    return T.cuda.func_call("mkb_g9v10_h2f_hi", w, H2F_HI, ty="float32")
+
+
+def _tanh(x):
+    """tanh.approx.f32 of an fp32 expression."""
+    return T.cuda.func_call("mkb_g9v10_tanh", x, TANH, ty="float32")
 
 
 def _smem(p):
@@ -200,20 +229,6 @@ def _tree(vals):
             nxt.append(vals[-1])
         vals = nxt
     return vals[0]
-
-
-def _centered_sumsq_vec(xv, j, z, m, tid, lim, threads, masked):
-    """Parse-time expression: sum of (x - m)^2 over the 8 values of the thread's vector slot j
-    (fp32; z: the phase's opaque zero); slot j is valid when j * threads + tid < lim (the chunk
-    length); `masked` (a Python bool: some slot of some chunk is a tail slot) adds that mask."""
-    part = _tree([
-        (_lo(xv[4 * j + i] ^ z) - m) * (_lo(xv[4 * j + i] ^ z) - m)
-        + (_hi(xv[4 * j + i] ^ z) - m) * (_hi(xv[4 * j + i] ^ z) - m)
-        for i in range(4)
-    ])
-    if masked:
-        part = T.if_then_else(j * threads + tid < lim, part, T.float32(0.0))
-    return part
 
 
 def plan(gv: int):
@@ -261,6 +276,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
     MULTI = K > 1
     CLUSTER = K if MULTI else None  # one CTA per group: a plain launch
     WARPS = THREADS // 32
+    WARPS_LOG2 = WARPS.bit_length() - 1  # WARPS is a power of two
     ALL_FULL = K * CH == GV  # every chunk holds exactly CH vectors
     FULL = CH // THREADS if ALL_FULL else 0  # slots valid for every thread of every chunk
     INV_GE = 1.0 / GE
@@ -302,6 +318,8 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
         ov = T.alloc_local((4,), "uint32")
         st = T.alloc_local((4,), "float32")  # mean, M2 -> rstd, count, local sum
         acc = T.alloc_local((2,), "float32")
+        kk = T.alloc_local((1,), "float32")  # shift: the first element of the current chunk
+        dv = T.alloc_local((VEC,), "float32")  # one vector's (x - shift) values
         pm = T.alloc_local((3,), "float32")  # count, sum, M2 of partial `lane`
         ab = T.alloc_local((4,), "float32")  # scale, shift of the current vector's channel
         wb = T.alloc_local((2 * NOFF,), "float32")  # w, b per distinct channel
@@ -322,27 +340,35 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
             T.ptx.mbarrier.init.shared.b64(bars.ptr_to([0]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(bars.ptr_to([1]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(bars.ptr_to([2]), T.uint32(1))
-            T.cuda.func_call("mkb_g9v5_mbar_fence", MBAR_FENCE)
+            T.cuda.func_call("mkb_g9v10_mbar_fence", MBAR_FENCE)
             if ids[0] == 0:
                 # PDL: wait for the zeroing kernel of this call (only this thread touches Ctr)
-                T.cuda.func_call("mkb_g9v5_gdc_wait", GDC_WAIT)
-                ids[1] = T.cuda.func_call("mkb_g9v5_ticket", Ctr.ptr_to([0]), TICKET, ty="int32")
-                ids[2] = T.cuda.func_call("mkb_g9v5_ticket", Ctr.ptr_to([0]), TICKET, ty="int32")
+                T.cuda.func_call("mkb_g9v10_gdc_wait", GDC_WAIT)
+                ids[1] = T.cuda.func_call("mkb_g9v10_ticket2", Ctr.ptr_to([0]), TICKET2, ty="int32")
+                ids[2] = ids[1] + 1
                 tick[0] = T.if_then_else(ids[1] < NG, ids[1], -1)
                 tick[1] = T.if_then_else(ids[2] < NG, ids[2], -1)
                 if ids[2] >= NG:
                     ids[5] = 1
         if T.constexpr(MULTI):
-            T.cuda.func_call("mkb_g9v5_cluster_sync", CLUSTER_SYNC)
+            T.cuda.func_call("mkb_g9v10_cluster_sync", CLUSTER_SYNC)
             ids[1] = T.cuda.func_call(
-                "mkb_g9v5_dsmem_ld", _smem(tick.ptr_to([0])), T.uint32(0), DSMEM_LD, ty="int32")
+                "mkb_g9v10_dsmem_ld", _smem(tick.ptr_to([0])), T.uint32(0), DSMEM_LD, ty="int32")
             ids[2] = T.cuda.func_call(
-                "mkb_g9v5_dsmem_ld", _smem(tick.ptr_to([1])), T.uint32(0), DSMEM_LD, ty="int32")
+                "mkb_g9v10_dsmem_ld", _smem(tick.ptr_to([1])), T.uint32(0), DSMEM_LD, ty="int32")
         else:
             T.cuda.cta_sync()
             ids[1] = tick[0]
             ids[2] = tick[1]
+        kk[0] = T.float32(0.0)
         if ids[1] >= 0:
+            # the chunk's first element (n, c, h, w of flat offset ids[1] * GE + ids[0] * CH * 8)
+            kk[0] = T.cast(
+                X[T.truncdiv(ids[1], groups),
+                  T.truncdiv(T.truncmod(ids[1], groups) * GE + ids[0] * (CH * VEC), H * W),
+                  T.truncdiv(T.truncmod(ids[0] * (CH * VEC), H * W), W),
+                  T.truncmod(ids[0] * (CH * VEC), W)],
+                "float32")
             for j in T.unroll(VPT):
                 if j < FULL or j * THREADS + tid < ids[7]:
                     T.ptx[X_LOAD](
@@ -358,7 +384,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
                                                            T.cast(ids[7] * 16, "uint32"))
                 for q in T.unroll(BULK_SPLIT):
                     T.cuda.func_call(
-                        "mkb_g9v5_bulk",
+                        "mkb_g9v10_bulk",
                         _smem(xs.ptr_to([q * (CH // BULK_SPLIT) * 4])),
                         X.ptr_to([0, 0, 0, ids[2] * GE + (ids[0] * CH + q * (CH // BULK_SPLIT)) * VEC]),
                         T.cast((ids[7] // BULK_SPLIT) * 16, "uint32"),
@@ -373,7 +399,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
             if tid == 0:
                 if ids[0] == 0:
                     if ids[5] == 0:
-                        ids[6] = T.cuda.func_call("mkb_g9v5_ticket", Ctr.ptr_to([0]), TICKET,
+                        ids[6] = T.cuda.func_call("mkb_g9v10_ticket", Ctr.ptr_to([0]), TICKET,
                                                   ty="int32")
 
             # w, b of the chunk's channels (UNIFORM: loaded now, latency behind the reductions)
@@ -386,31 +412,46 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
                         Bs[T.truncmod(ids[1], groups) * CPG + ids[0] * (CH // HWV) + u],
                         "float32")
 
-            # 1. chunk sum and mean (slots past the chunk end hold zeros)
-            # (accumulated vector by vector: a tree over all 64 values made the compiler convert
-            # them all first, 64 live fp32 values, and spill at the 64-register cap)
+            # 1-2. chunk statistics in ONE pass around the shift k = the chunk's first element:
+            # S1 = sum (x - k), S2 = sum (x - k)^2 (slots past the chunk end masked out), one
+            # two-value block reduction (one barrier); then the chunk's sum n k + S1 and
+            # M2 = S2 - S1^2 / n for the unchanged Chan merge
             zz[0] = zsm[0]
             acc[0] = T.float32(0.0)
+            acc[1] = T.float32(0.0)
             for j in T.unroll(VPT):
-                acc[0] = acc[0] + _tree([_lo(xv[4 * j + i] ^ zz[0]) + _hi(xv[4 * j + i] ^ zz[0])
-                                         for i in range(4)])
-            if T.constexpr(WARPS == 1):
-                st[3] = T.cuda.warp_sum(acc[0])
-            else:
-                st[3] = T.cuda.cta_sum(acc[0], WARPS, red_sum.data)
+                for i in T.unroll(4):
+                    dv[2 * i] = _lo(xv[4 * j + i] ^ zz[0]) - kk[0]
+                    dv[2 * i + 1] = _hi(xv[4 * j + i] ^ zz[0]) - kk[0]
+                if T.constexpr(FULL < VPT):
+                    acc[0] = acc[0] + T.if_then_else(j * THREADS + tid < ids[7],
+                                                     _tree([dv[i] for i in range(VEC)]),
+                                                     T.float32(0.0))
+                    acc[1] = acc[1] + T.if_then_else(j * THREADS + tid < ids[7],
+                                                     _tree([dv[i] * dv[i] for i in range(VEC)]),
+                                                     T.float32(0.0))
+                else:
+                    acc[0] = acc[0] + _tree([dv[i] for i in range(VEC)])
+                    acc[1] = acc[1] + _tree([dv[i] * dv[i] for i in range(VEC)])
+            for m in T.unroll(5):  # warp butterfly: every lane gets both warp sums
+                acc[0] = acc[0] + T.cuda.__shfl_xor_sync(T.uint32(0xFFFFFFFF), acc[0], 16 >> m, 32)
+                acc[1] = acc[1] + T.cuda.__shfl_xor_sync(T.uint32(0xFFFFFFFF), acc[1], 16 >> m, 32)
+            if T.constexpr(WARPS > 1):
+                if lane == 0:
+                    red_sum[T.truncdiv(tid, 32)] = acc[0]
+                    red_var[T.truncdiv(tid, 32)] = acc[1]
+                T.cuda.cta_sync()
+                acc[0] = red_sum[T.truncmod(lane, WARPS)]
+                acc[1] = red_var[T.truncmod(lane, WARPS)]
+                for m in T.unroll(WARPS_LOG2):  # lanes of each aligned group of WARPS: all sums
+                    acc[0] = acc[0] + T.cuda.__shfl_xor_sync(T.uint32(0xFFFFFFFF), acc[0],
+                                                             (WARPS // 2) >> m, 32)
+                    acc[1] = acc[1] + T.cuda.__shfl_xor_sync(T.uint32(0xFFFFFFFF), acc[1],
+                                                             (WARPS // 2) >> m, 32)
             st[2] = T.cast(ids[7] * VEC, "float32")  # elements in the chunk
-            st[0] = st[3] / st[2]
-
-            # 2. chunk M2 around the chunk mean (tail slots masked out)
-            zz[1] = zsm[1]
-            acc[0] = T.float32(0.0)
-            for j in T.unroll(VPT):
-                acc[0] = acc[0] + _centered_sumsq_vec(xv, j, zz[1], st[0], tid, ids[7], THREADS,
-                                                      FULL < VPT)
-            if T.constexpr(WARPS == 1):
-                st[1] = T.cuda.warp_sum(acc[0])
-            else:
-                st[1] = T.cuda.cta_sum(acc[0], WARPS, red_var.data)
+            st[3] = st[2] * kk[0] + acc[0]  # chunk sum
+            st[0] = st[3] / st[2]  # chunk mean
+            st[1] = T.max(acc[1] - acc[0] * (acc[0] / st[2]), T.float32(0.0))  # chunk M2
 
             # 3. ticket of iteration it + 2, then the group statistics
             if tid == 0:
@@ -426,7 +467,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
                         bars.ptr_to([1 + T.truncmod(ids[4], 2)]), T.uint32(K * 16))
                     for r in T.unroll(K):
                         T.cuda.func_call(
-                            "mkb_g9v5_st_async",
+                            "mkb_g9v10_st_async",
                             _smem(xch.ptr_to([T.truncmod(ids[4], 2) * (K * 4) + ids[0] * 4])),
                             T.reinterpret(st[3], ty="uint32"),
                             T.reinterpret(st[1], ty="uint32"),
@@ -472,20 +513,22 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
             zz[2] = zsm[2]
             for j in T.unroll(VPT):
                 if j < FULL or j * THREADS + tid < ids[7]:
+                    # halved scale / shift: h = v / 2 = x (a / 2) + s / 2, y = h + h tanh(h)
                     if T.constexpr(UNIFORM):
-                        ab[0] = wb[2 * ((j * THREADS) // HWV)] * st[1]
-                        ab[1] = wb[2 * ((j * THREADS) // HWV) + 1] - st[0] * ab[0]
+                        ab[2] = wb[2 * ((j * THREADS) // HWV)] * st[1]
+                        ab[0] = ab[2] * T.float32(0.5)
+                        ab[1] = (wb[2 * ((j * THREADS) // HWV) + 1] - st[0] * ab[2]) * T.float32(0.5)
                     else:
                         ch = T.truncmod(ids[1], groups) * CPG + T.truncdiv(
                             ids[0] * CH + j * THREADS + tid, HWV)
-                        ab[0] = T.cast(Wt[ch], "float32") * st[1]
-                        ab[1] = T.cast(Bs[ch], "float32") - st[0] * ab[0]
+                        ab[2] = T.cast(Wt[ch], "float32") * st[1]
+                        ab[0] = ab[2] * T.float32(0.5)
+                        ab[1] = (T.cast(Bs[ch], "float32") - st[0] * ab[2]) * T.float32(0.5)
                     for i in T.unroll(4):
-                        v_lo = _lo(xv[4 * j + i] ^ zz[2]) * ab[0] + ab[1]
-                        v_hi = _hi(xv[4 * j + i] ^ zz[2]) * ab[0] + ab[1]
-                        y_lo = v_lo / (T.float32(1.0) + T.exp2(v_lo * T.float32(-LOG2E)))
-                        y_hi = v_hi / (T.float32(1.0) + T.exp2(v_hi * T.float32(-LOG2E)))
-                        T.ptx.cvt.rn.f16x2.f32(ov[i], y_hi, y_lo)
+                        dv[0] = _lo(xv[4 * j + i] ^ zz[2]) * ab[0] + ab[1]
+                        dv[1] = _hi(xv[4 * j + i] ^ zz[2]) * ab[0] + ab[1]
+                        T.ptx.cvt.rn.f16x2.f32(ov[i], dv[1] * _tanh(dv[1]) + dv[1],
+                                               dv[0] * _tanh(dv[0]) + dv[0])
                     T.ptx[Y_STORE](
                         Y.ptr_to([0, 0, 0, ids[1] * GE + (ids[0] * CH + j * THREADS + tid) * VEC]),
                         ov[0], ov[1], ov[2], ov[3],
@@ -494,6 +537,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
             # 5. next group: stage -> registers, then refill the stage with the group after it
             if ids[2] >= 0:
                 T.cuda.mbarrier_wait(bars.ptr_to([0]), T.truncmod(ids[4], 2))
+                kk[0] = _lo(xs[0])  # the next chunk's first element (broadcast read)
                 for j in T.unroll(VPT):
                     if j < FULL or j * THREADS + tid < ids[7]:
                         xv[T.ramp(4 * j, 1, 4)] = xs[T.ramp((j * THREADS + tid) * 4, 1, 4)]
@@ -507,7 +551,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
                                                                    T.cast(ids[7] * 16, "uint32"))
                         for q in T.unroll(BULK_SPLIT):
                             T.cuda.func_call(
-                                "mkb_g9v5_bulk",
+                                "mkb_g9v10_bulk",
                                 _smem(xs.ptr_to([q * (CH // BULK_SPLIT) * 4])),
                                 X.ptr_to([0, 0, 0, ids[3] * GE
                                           + (ids[0] * CH + q * (CH // BULK_SPLIT)) * VEC]),
@@ -521,7 +565,7 @@ def make_kernel(n_: int, c_: int, h_: int, w_: int, groups: int, eps: float, sms
 
         # rank 0's ticket slots are read remotely in the prologue: no CTA leaves before all did
         if T.constexpr(MULTI):
-            T.cuda.func_call("mkb_g9v5_cluster_sync_relaxed", CLUSTER_SYNC_RELAXED)
+            T.cuda.func_call("mkb_g9v10_cluster_sync_relaxed", CLUSTER_SYNC_RELAXED)
 
     return groupnorm_silu_persistent
 
@@ -536,7 +580,7 @@ def make_zero_kernel():
         tid = T.cuda.thread_idx("x")
         if tid < 2:
             Ctr[tid] = 0
-        T.cuda.func_call("mkb_g9v5_gdc_launch", GDC_LAUNCH)
+        T.cuda.func_call("mkb_g9v10_gdc_launch", GDC_LAUNCH)
 
     return groupnorm_silu_zero_counters
 

@@ -2,71 +2,75 @@
 whole vocabulary (V = 128256), bf16 in and out, fp32 math.
 
 One read of x and one write of p per element (4 B per element, the memory-bound minimum): a row
-(250 KB of bf16) is split over a thread-block cluster whose CTAs keep their pieces on chip (half
-in registers, half in shared memory) and exchange (max, sum) partials through distributed shared
-memory, so there is no second pass over the row.
+(250 KB of bf16) is split over a thread-block cluster of 8 CTAs of 256 threads whose CTAs keep
+their pieces on chip (half in registers, half in shared memory), one ex2 per element, and
+(max, sum) partials exchanged through distributed shared memory, so there is no second pass over
+the row.  There is NO CTA barrier on the cluster path: every thread works relative to its OWN
+max, and the only synchronisation of a row is the cluster barrier.
 
-* Split: a cluster of CL = 8 CTAs (``cluster=8``: co-scheduled, so waiting on each other cannot
-  deadlock), 256 threads each, chunk CH = ceil(16032 / 8) = 2004 16-byte vectors per CTA; a
-  thread owns VPT = 8 vectors, vector j being number rank * CH + j * 256 + tid of the row (a warp
-  access covers 512 contiguous bytes). Of the 8, VR = 4 are loaded into registers
-  (``ld.global.nc.v4.b32``) and VS = 4 are copied into shared memory with ``cp.async.cg`` (16 B
-  each, 16 KB per CTA, no registers while in flight); all are issued before any math. Each
-  thread reads back only the shared vectors it copied itself, so ``cp.async.wait_all`` suffices
-  (no CTA barrier), and the register half's max is taken while the copies are still in flight.
-  Slots past the chunk end (2048 slots for 2004 vectors at V = 128256) are not loaded, hold -inf
-  (max unchanged, e = 0) and are not stored.
-* Chunk max with ``max.bf16x2`` on the packed pairs (exact), widened once, ``cta_max``. Then
-  e = 2^(x log2 e - m_c log2 e) once per element (``ex2.approx.ftz.f32``), summed in fp32
-  (``cta_sum``) and written back over x as packed bf16 (``cvt.rn.bf16x2.f32``), in registers and
-  in shared memory alike.
-* Cluster exchange: thread 0 puts (m_c, s_c) in shared memory; ``barrier.cluster.arrive.release``
-  / ``wait.acquire`` publish it; lane l of every warp reads the pair of CTA l % CL (``mapa`` +
-  ``ld.shared::cluster``); a width-CL shuffle-xor butterfly combines them with the rescale
-  (m, s) + (m', s') = (M, s 2^((m - M) log2 e) + s' 2^((m' - M) log2 e)), M = max(m, m'). A second
-  ``barrier.cluster.arrive.release``, placed after the butterfly that consumes the remote values,
-  and its wait just before the CTA exits keep every CTA's shared memory alive while its peers read
-  it. That second arrive must be ``.release``: with ``.relaxed`` (an earlier version of this
-  kernel) the arrive does not order the CTA's earlier ``ld.shared::cluster`` reads before it, so a
-  peer could pass its final wait and exit (its shared memory handed to a new CTA) while a read was
-  still in flight. That ended in "unspecified launch failure" at the benchmark shape (32768 CTAs in
-  many waves, freed shared memory reused at once) while the 9-row check shape (every CTA resident
-  at once, nothing reallocated) passed.
-* Store: p = e * c with the per-CTA scalar c = 2^((m_c - M) log2 e) / S, one rounding to bf16 per
-  pair, 16-byte stores (``st.global.v4.b32``).
-* Occupancy: ptxas (CUDA 13.0, sm_90a): 40 registers, no spill, 16.6 KB of shared memory per CTA,
-  so ``min_blocks_per_sm = 6`` (6 x 256 x 40 = 61K registers, 6 x 17.6 KB = 106 KB of shared
-  memory): up to 792 resident CTAs, 192 KB of rows on chip per SM. Grid 4096 x 8 = 32768 CTAs,
-  41.4 waves (tail < 2.5%).
+* Split (line-aligned chunks): a cluster of CL = 8 CTAs (co-scheduled, so waiting on each other
+  cannot deadlock), 256 threads each; chunk CH = ceil(ceil(16032 / 8) / 8) * 8 = 2008 16-byte
+  vectors (a multiple of 8 vectors = 128 B) for CTAs 0..6 and 16032 - 7 * 2008 = 1976 for
+  CTA 7; a thread owns VPT = 8 slots, slot k being vector rank * CH + k * 256 + tid of the row
+  (a warp access covers 512 contiguous, 128-byte-aligned bytes: the row starts are 128-byte
+  aligned, 256512 = 2004 * 128).  Slots 0..3 are loaded into registers (``ld.global.nc.v4.b32``),
+  slots 4..7 copied into shared memory with ``cp.async.cg`` (16 B each, 16 KB per CTA, no
+  registers in flight), all issued before any math; each thread reads back only what it copied
+  (``cp.async.wait_all``, no barrier); slots past the chunk end hold -inf and are not stored.
+* The THREAD's max with ``max.bf16x2`` (exact), widened once, floored at -1e30 (a thread with no
+  data gets sum 0, no inf - inf); e = 2^(x log2 e - m_t log2 e) once per element
+  (``ex2.approx.ftz``), summed in fp32 and written back over x as packed bf16 (e <= 1).
+* Merge: warp max of m_t (butterfly), each thread's sum rescaled to it and summed (butterfly,
+  one ex2 per thread); lane 0 puts the warp's (max, sum) in shared memory;
+  ``barrier.cluster.arrive.release`` / ``wait.acquire`` (the row's ONE synchronisation); lane l of
+  every warp reads pairs l and l + 32 of the CL * 8 = 64 pairs (``mapa`` +
+  ``ld.shared::cluster``: CTA pair / 8, warp pair % 8); M = warp max of their maxima,
+  S = warp sum of s 2^((m - M) log2 e).  A second ``arrive.release`` after that combine, waited
+  on just before exit, keeps every CTA's shared memory alive while its peers read it (it must be
+  ``.release``: with ``.relaxed``, an earlier version crashed at the benchmark shape with
+  "unspecified launch failure", a peer exiting while a remote read was in flight).
+* Store: p = e * c_t with the THREAD's scalar c_t = 2^((m_t - M) log2 e) / S (<= 1 / S), one
+  rounding to bf16, 16-byte stores (``st.global.v4.b32``).
+* Occupancy: min_blocks_per_sm = 6.  Offline (NVRTC 13, sm_90a, benchmark shape): 40 registers,
+  no local memory, 17.5 KB of shared memory, 68 MUFU.EX2 (previous expert: 71), 20 SHFL
+  (previous: 36), no CTA BAR.SYNC on the cluster path (previous: 4, from cta_max and cta_sum;
+  the 2 left in the SASS are the non-cluster fallback of barrier.cluster).  Grid 4096 x 8 =
+  32768 CTAs.
 * Short rows (V <= 16384: the check shapes V = 256 and 1000) use CL = 1 (no cluster, a plain
-  launch, one CTA of up to 256 threads per row; V = 256 has one vector per thread, all in
-  registers). The check shape V = 128256 (T = 9) runs the cluster path.
+  launch, one CTA of up to 256 threads per row): a ``cta_sync`` takes the cluster barrier's
+  place and the pairs are read from the CTA's own shared memory.  The check shape V = 128256
+  (T = 9) runs the cluster path.
 * Host path: one ``tvm_tirx.tirx.compile`` for sm_90a per shape set (static T, V; the launcher
   passes clusterDim = (8, 1, 1)); run() calls the compiled function on the torch tensors.
 
-Measured on the H200 (bench/h200/2026-12-02/diag-wake200.json, full mode, one judge):
-537.2 us (IQR 2.7), 83.9% of the roofline ideal (450.6 us), 2.07x the fastest eager formulation
-(softmax_bf16), 2.11x torch.compile. The previous solution ran 748.0 us in the same run: its
-cluster path was switched off (the relaxed-arrive crash above), so it ran a two-pass fallback
-(x read twice: 6 B moved per element instead of 4). The same cluster design with the whole chunk
-in registers (4 CTAs per SM) ran 562.5 us. The CuTe expert (same design) runs 553.7 us
-(bench/h200/2026-12-02/diag-cute-wake200.json).
-Why it is fast:
-* One read of x: 4 B per element instead of 6.
-* One ex2 per element instead of two (recomputing the exponential for the store): 5.25e8 MUFU ops
-  instead of 1.05e9, 125-140 us of SFU time instead of 250-280 us (16 per clock per SM, 132 SMs,
-  1.75-1.98 GHz), in per-CTA bursts during which that CTA has no loads in flight.
-* CTAs in flight: per-SM throughput is N x 64 KB / L (N CTAs per SM, each moving 32 KB in and
-  32 KB out over its lifetime L: load latency, compute, the cluster barrier that waits for the
-  slowest of 8 CTAs on other SMs, store issue). With the chunk in registers (N = 4) the measured
-  562.5 us means L ~ 9.1 us; here N = 6 and 537.2 us means L ~ 13.0 us: each CTA lives longer
-  with six sharing the SM, but 1.5x as many overlap, a net 4.5% faster.
+Why it is faster than the previous expert (the same cluster design with a CTA max and sum):
+* The previous cta_max and cta_sum were two block barriers each: every warp waited for the
+  slowest warp's loads before any exp, then for the slowest warp's exps.  Here a warp goes from
+  its own loads straight to its exps; the cluster barrier is the only wait.  The estimate
+  (~0.5-0.8 us off a ~13 us CTA lifetime) was 510-520 us; the gain measured is 2%, not 4-6%.
+* Line-aligned chunks: the previous 2004-vector chunks started 64 bytes into a line in odd
+  CTAs, so every 512-byte warp access there touched 5 lines instead of 4; here every access is
+  4 full lines, for a 0.2% longer largest chunk (2008 vs 2004 vectors).
+* Eight CTAs per SM (6 of each thread's 8 vectors in shared memory, 32 registers) measured
+  528.5 us (IQR 1.7) in the same tune run: 6 CTAs per SM stay.
 
-Numerics: fp32 math; e is rounded to bf16 once (relative error <= 2^-8) before the final rounding
-of p: |p - p_exact| <= ~2^-7 relative, about one bf16 ulp (emulated in fp32 against reference.py
-at every check shape: worst error / tolerance 0.11; rtol 3.2e-2, atol 1e-2).
-Limits: V <= 8 * 8 * 256 * 8 = 131072 (plan() raises beyond), every CTA of the cluster needs a
-non-empty chunk, T * V < 2^31 (int32 indexing; the benchmark has 5.3e8).
+Measured on the H200 (bench/h200/2026-12-02c/tune-r5a.json, full mode, one judge, correct):
+523.4 us (IQR 2.4), against 535.1 us (IQR 2.8) for the previous expert
+(bench/h200/2026-12-02b/solutions-CF-r3.md).  In the one-run table
+bench/h200/2026-12-02c/solutions-CF-r5.md: 523.7 us (IQR 2.2), 86.0% of the 450.1 us roofline
+ideal, 2.12x eager (softmax_bf16), 2.16x torch.compile, 1.02x faster than the previous expert;
+the CuTe expert 537.6 us there.  Earlier history: 6 CTAs per SM with half the chunk in shared
+memory instead of 4 with all of it in registers took the cluster design from 562.5 to 537.2 us
+(bench/h200/2026-12-02/diag-wake200.json).
+
+Numerics: fp32 math; e relative to the thread's max is rounded to bf16 once (relative error
+<= 2^-9) before the final rounding of p; c_t <= 1 / S so ftz underflow of e costs < 2^-126.
+Emulated in fp32 against reference.py (slot layout included, every vector covered exactly once)
+at (T, V) = (4, 256), (333, 1000), (9, 128256), plus (2, 131072), with N(96, 4), N(0, 1) and
+N(-50, 30) logits: worst error / tolerance 0.23 (the previous expert's formula in the same
+harness: 0.24; rtol 3.2e-2, atol 1e-2).
+Limits: V <= 8 * 8 * 256 * 8 = 131072, at most 64 warps per row, every CTA of the cluster
+needs a non-empty chunk, T * V < 2^31 (int32 indexing); make_kernel raises ValueError beyond.
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx
@@ -82,13 +86,15 @@ MIN_BLOCKS_CLUSTER = 6  # CTAs of 256 threads per SM on the cluster path (regist
 VPT_SMEM = 4  # of the VPT vectors per thread, the last VPT_SMEM wait in shared memory
 LOG2E = 1.4426950408889634
 NEG_INF2 = 0xFF80FF80  # two bf16 -inf
+M_FLOOR = -1.0e30  # floor of a thread's max (a thread with no data: no inf - inf)
+LINE_VECS = 8  # 16-byte vectors per 128-byte line: cluster chunks start on a line
 FULL_MASK = 0xFFFFFFFF
 X_LOAD = "ld.global.nc.v4.b32"  # read-only path, no .L1::no_allocate (faster here before)
 Y_STORE = "st.global.v4.b32"
 
 # CUDA device helpers (T.cuda.func_call). One source string per helper name, each unique.
 DSMEM_LD = r"""
-__device__ __forceinline__ float mkb_c05v2_dsmem_ld(float* p, int rank) {
+__device__ __forceinline__ float mkb_c05v9_dsmem_ld(float* p, int rank) {
   unsigned int a = (unsigned int)__cvta_generic_to_shared(p);
   unsigned int r;
   float v;
@@ -98,35 +104,35 @@ __device__ __forceinline__ float mkb_c05v2_dsmem_ld(float* p, int rank) {
 }
 """
 ARRIVE_RELEASE = r"""
-__device__ __forceinline__ void mkb_c05v2_arrive() {
+__device__ __forceinline__ void mkb_c05v9_arrive() {
   asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
 """
 WAIT_ACQUIRE = r"""
-__device__ __forceinline__ void mkb_c05v2_wait() {
+__device__ __forceinline__ void mkb_c05v9_wait() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 """
 EX2 = r"""
-__device__ __forceinline__ float mkb_c05v2_ex2(float x) {
+__device__ __forceinline__ float mkb_c05v9_ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
 """
 CP_ASYNC = r"""
-__device__ __forceinline__ void mkb_c05v2_cp16(void* smem, const void* gmem) {
+__device__ __forceinline__ void mkb_c05v9_cp16(void* smem, const void* gmem) {
   unsigned int a = (unsigned int)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(a), "l"(gmem) : "memory");
 }
 """
 CP_WAIT = r"""
-__device__ __forceinline__ void mkb_c05v2_cp_wait() {
+__device__ __forceinline__ void mkb_c05v9_cp_wait() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 """
 BMAX2 = r"""
-__device__ __forceinline__ unsigned int mkb_c05v2_bmax2(unsigned int a, unsigned int b) {
+__device__ __forceinline__ unsigned int mkb_c05v9_bmax2(unsigned int a, unsigned int b) {
   unsigned int r;
   asm("max.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
@@ -159,11 +165,11 @@ def _fmax(a, b):
 
 
 def _bmax2(a, b):
-    return T.cuda.func_call("mkb_c05v2_bmax2", a, b, BMAX2, ty="uint32")
+    return T.cuda.func_call("mkb_c05v9_bmax2", a, b, BMAX2, ty="uint32")
 
 
 def _ex2(x):
-    return T.cuda.func_call("mkb_c05v2_ex2", x, EX2, ty="float32")
+    return T.cuda.func_call("mkb_c05v9_ex2", x, EX2, ty="float32")
 
 
 def _add(a, b):
@@ -180,8 +186,10 @@ def plan(nv: int):
     while -(-nv // cl) > MAX_THREADS * MAX_VPT and cl < MAX_CLUSTER:
         cl *= 2
     ch = -(-nv // cl)
+    if cl > 1:
+        ch = -(-ch // LINE_VECS) * LINE_VECS
     threads = -(-ch // VPT_TARGET)
-    warps = 1  # power-of-two warp count (cta_reduce needs it)
+    warps = 1  # power-of-two warp count
     while warps * 32 < threads and warps * 32 < MAX_THREADS:
         warps *= 2
     threads = warps * 32
@@ -206,7 +214,9 @@ def make_kernel(rows: int, vocab: int):
     VV = vocab
     GRID = rows * CL
     CLUSTER = CL if CL > 1 else None
-    LOG_CL = CL.bit_length() - 1
+    NP = CL * WARPS  # (max, sum) pairs of a row: one per warp of the cluster
+    if NP > 64:
+        raise ValueError("at most 64 warps per row (two pairs per lane)")
     MIN_BLOCKS = MIN_BLOCKS_CLUSTER if CL > 1 else max(1, 1024 // THREADS)
     VS = min(VPT_SMEM, VPT - 1)  # vectors per thread in shared memory (at least one in registers)
     VR = VPT - VS  # vectors per thread in registers
@@ -221,18 +231,16 @@ def make_kernel(rows: int, vocab: int):
         row = T.truncdiv(bx, CL)
         rank = T.truncmod(bx, CL)  # == %cluster_ctarank for a 1-D cluster along x
         tid = T.cuda.thread_idx("x")
-        red_max = T.alloc_shared((WARPS,), "float32")
-        red_sum = T.alloc_shared((WARPS,), "float32")
-        part = T.alloc_shared((2,), "float32")  # this CTA's (m_c, s_c) for the cluster
+        part = T.alloc_shared((2 * WARPS,), "float32")  # per-warp (max, sum) pairs
         xv = T.alloc_local((VR * 4,), "uint32")  # register part: x, then e (packed bf16)
         xs = T.alloc_shared((max(VS, 1) * THREADS * 4,), "uint32")  # shared part: x, then e
         ws = T.alloc_local((4,), "uint32")  # one shared vector in registers
         ef = T.alloc_local((8,), "float32")  # e of one vector in fp32
         wm = T.alloc_local((1,), "uint32")
         ov = T.alloc_local((4,), "uint32")
-        st = T.alloc_local((4,), "float32")  # m_c, s_c, then M, S
-        om = T.alloc_local((1,), "float32")
-        os_ = T.alloc_local((1,), "float32")
+        st = T.alloc_local((4,), "float32")  # m_t, s_t, then M, S being merged
+        pm = T.alloc_local((1,), "float32")  # second pair read by this lane
+        ps = T.alloc_local((1,), "float32")
         mn = T.alloc_local((1,), "float32")
         sc = T.alloc_local((1,), "float32")  # p = e * sc
         lim = T.min(CH, NV - rank * CH)  # vectors in this CTA's chunk
@@ -244,7 +252,7 @@ def make_kernel(rows: int, vocab: int):
         for k in T.unroll(VS):
             if (VR + k) * THREADS + tid < lim:
                 T.cuda.func_call(
-                    "mkb_c05v2_cp16",
+                    "mkb_c05v9_cp16",
                     xs.ptr_to([(k * THREADS + tid) * 4]),
                     X.ptr_to([row, (rank * CH + (VR + k) * THREADS + tid) * VEC]),
                     CP_ASYNC,
@@ -262,21 +270,17 @@ def make_kernel(rows: int, vocab: int):
                 for j in T.unroll(4):
                     xv[4 * k + j] = T.uint32(NEG_INF2)
 
-        # 2. chunk max on packed pairs (exact), widened once
+        # 2. the THREAD's max on packed pairs (exact), widened once, floored (no CTA barrier)
         wm[0] = _tree(_bmax2, [xv[i] for i in range(VR * 4)])
-        T.cuda.func_call("mkb_c05v2_cp_wait", CP_WAIT)
+        T.cuda.func_call("mkb_c05v9_cp_wait", CP_WAIT)
         for k in T.unroll(VS):
             wm[0] = _bmax2(
                 wm[0],
                 _tree(_bmax2, [xs[(k * THREADS + tid) * 4 + j] for j in range(4)]),
             )
-        if T.constexpr(WARPS == 1):
-            cmax = T.cuda.warp_max(_fmax(_lo(wm[0]), _hi(wm[0])))
-        else:
-            cmax = T.cuda.cta_max(_fmax(_lo(wm[0]), _hi(wm[0])), WARPS, red_max.data)
-        st[0] = cmax
+        st[0] = _fmax(_fmax(_lo(wm[0]), _hi(wm[0])), T.float32(M_FLOOR))
         ml2 = st[0] * T.float32(LOG2E)
-        # 3. e = 2^(x log2 e - m_c log2 e): summed in fp32, kept as packed bf16 over x
+        # 3. e = 2^(x log2 e - m_t log2 e): summed in fp32, kept as packed bf16 over x
         st[1] = T.float32(0.0)
         for k in T.unroll(VR):
             for j in T.unroll(4):
@@ -296,40 +300,63 @@ def make_kernel(rows: int, vocab: int):
                 T.ptx.cvt.rn.bf16x2.f32(ws[j], ef[2 * j + 1], ef[2 * j])
             for j in T.unroll(4):
                 xs[(k * THREADS + tid) * 4 + j] = ws[j]
-        if T.constexpr(WARPS == 1):
-            csum = T.cuda.warp_sum(st[1])
-        else:
-            csum = T.cuda.cta_sum(st[1], WARPS, red_sum.data)
-        st[1] = csum
 
-        # 4. combine the cluster's partials (rescaled to the row max): sc = 2^((m_c-M) log2 e) / S
+        # 4. (max, sum) merge: the warp's max (butterfly), the thread sums rescaled to it and
+        #    summed (butterfly), one pair per warp in shared memory, ONE barrier (the cluster
+        #    barrier, or a CTA barrier without a cluster); then every lane reads pairs lane and
+        #    lane + 32 of the CL * WARPS pairs (distributed shared memory; missing pairs are
+        #    (floor, 0)), M = warp max of their maxima, S = warp sum of s 2^((m - M) log2 e).
+        st[2] = T.cuda.warp_max(st[0])
+        st[3] = T.cuda.warp_sum(st[1] * _ex2((st[0] - st[2]) * T.float32(LOG2E)))
+        if T.truncmod(tid, 32) == 0:
+            part[T.truncdiv(tid, 32)] = st[2]
+            part[WARPS + T.truncdiv(tid, 32)] = st[3]
+        lane = T.truncmod(tid, 32)
         if T.constexpr(CL > 1):
-            if tid == 0:
-                part[0] = st[0]
-                part[1] = st[1]
-            T.cuda.func_call("mkb_c05v2_arrive", ARRIVE_RELEASE)
-            T.cuda.func_call("mkb_c05v2_wait", WAIT_ACQUIRE)
-            # lane l reads the pair of CTA l % CL; a width-CL butterfly combines them
-            pr = T.truncmod(T.truncmod(tid, 32), CL)
-            st[2] = T.cuda.func_call(
-                "mkb_c05v2_dsmem_ld", part.ptr_to([0]), pr, DSMEM_LD, ty="float32"
-            )
-            st[3] = T.cuda.func_call(
-                "mkb_c05v2_dsmem_ld", part.ptr_to([1]), pr, DSMEM_LD, ty="float32"
-            )
-            for s in T.unroll(LOG_CL):
-                om[0] = T.cuda.__shfl_xor_sync(T.uint32(FULL_MASK), st[2], (CL // 2) >> s, 32)
-                os_[0] = T.cuda.__shfl_xor_sync(T.uint32(FULL_MASK), st[3], (CL // 2) >> s, 32)
-                mn[0] = _fmax(st[2], om[0])
-                st[3] = st[3] * _ex2((st[2] - mn[0]) * T.float32(LOG2E)) + os_[0] * _ex2(
-                    (om[0] - mn[0]) * T.float32(LOG2E)
+            T.cuda.func_call("mkb_c05v9_arrive", ARRIVE_RELEASE)
+            T.cuda.func_call("mkb_c05v9_wait", WAIT_ACQUIRE)
+            st[2] = T.float32(M_FLOOR)
+            st[3] = T.float32(0.0)
+            pm[0] = T.float32(M_FLOOR)
+            ps[0] = T.float32(0.0)
+            if lane < NP:
+                st[2] = T.cuda.func_call(
+                    "mkb_c05v9_dsmem_ld", part.ptr_to([T.truncmod(lane, WARPS)]),
+                    T.truncdiv(lane, WARPS), DSMEM_LD, ty="float32",
                 )
-                st[2] = mn[0]
-            # the remote values are consumed: release this CTA's reads (wait at the very end)
-            T.cuda.func_call("mkb_c05v2_arrive", ARRIVE_RELEASE)
-            sc[0] = _ex2((st[0] - st[2]) * T.float32(LOG2E)) / st[3]
+                st[3] = T.cuda.func_call(
+                    "mkb_c05v9_dsmem_ld", part.ptr_to([WARPS + T.truncmod(lane, WARPS)]),
+                    T.truncdiv(lane, WARPS), DSMEM_LD, ty="float32",
+                )
+            if lane + 32 < NP:
+                pm[0] = T.cuda.func_call(
+                    "mkb_c05v9_dsmem_ld", part.ptr_to([T.truncmod(lane + 32, WARPS)]),
+                    T.truncdiv(lane + 32, WARPS), DSMEM_LD, ty="float32",
+                )
+                ps[0] = T.cuda.func_call(
+                    "mkb_c05v9_dsmem_ld", part.ptr_to([WARPS + T.truncmod(lane + 32, WARPS)]),
+                    T.truncdiv(lane + 32, WARPS), DSMEM_LD, ty="float32",
+                )
         else:
-            sc[0] = T.float32(1.0) / st[1]
+            T.cuda.cta_sync()
+            st[2] = T.float32(M_FLOOR)
+            st[3] = T.float32(0.0)
+            pm[0] = T.float32(M_FLOOR)
+            ps[0] = T.float32(0.0)
+            if lane < NP:
+                st[2] = part[lane]
+                st[3] = part[WARPS + lane]
+        mn[0] = T.cuda.warp_max(_fmax(st[2], pm[0]))
+        st[3] = T.cuda.warp_sum(
+            st[3] * _ex2((st[2] - mn[0]) * T.float32(LOG2E))
+            + ps[0] * _ex2((pm[0] - mn[0]) * T.float32(LOG2E))
+        )
+        st[2] = mn[0]
+        if T.constexpr(CL > 1):
+            # the remote values are consumed: release this CTA's reads (wait at the very end)
+            T.cuda.func_call("mkb_c05v9_arrive", ARRIVE_RELEASE)
+        # p = e * sc with the THREAD's scalar sc = 2^((m_t - M) log2 e) / S
+        sc[0] = _ex2((st[0] - st[2]) * T.float32(LOG2E)) / st[3]
 
         # 5. p = e * sc, one rounding to bf16, 16-byte stores
         for k in T.unroll(VR):
@@ -353,7 +380,7 @@ def make_kernel(rows: int, vocab: int):
                     ov[0], ov[1], ov[2], ov[3],
                 )
         if T.constexpr(CL > 1):
-            T.cuda.func_call("mkb_c05v2_wait", WAIT_ACQUIRE)
+            T.cuda.func_call("mkb_c05v9_wait", WAIT_ACQUIRE)
 
     return vocab_softmax
 

@@ -1,21 +1,26 @@
-"""F06 per_block_fp8_quant, TIRx (tvm_tirx 0.1.0a4) expert solution.
-
-One scale per 128x128 block: s[i, j] = max(amax_b / 448, 1 / (448 * 512)), q = e4m3(clamp(x / s,
--448, 448)); x bf16 [M, N], q float8_e4m3fn [M, N], s fp32 [MB, NB]. One read of x, one write
-of q (the memory-bound minimum):
+"""F06 per_block_fp8_quant, TIRx (tvm_tirx 0.1.0a4) expert solution: one scale per 128x128
+block, s[i, j] = max(amax_b / 448, 1 / (448 * 512)), q = e4m3(clamp(x / s, -448, 448)); x bf16
+[M, N], q float8_e4m3fn [M, N], s fp32 [MB, NB]. One read of x, one write of q (the
+memory-bound minimum, 705 MB at the benchmark shape M = 28672, N = 8192). The CuTe expert's
+design, with its one-barrier block reduction, in TIRx:
 
 * One CTA of 256 threads per 128x128 block (grid x = block column j, y = block row i, so CTAs
-  launched together cover whole rows). The block (32 KB of bf16) is loaded once into
-  registers: thread t owns column vector t % 16 (8 columns) of rows t // 16 + 16 k,
-  k = 0..7, eight 16-byte ``ld.global.nc.L1::no_allocate.v4.b32`` loads issued before any
-  math (N % 8 == 0 keeps them 16-byte aligned); a warp load covers two 256-byte row pieces.
+  launched together cover whole rows, the CuTe expert's order). The block (32 KB of bf16) is
+  loaded once into registers: thread t owns column vector t % 16 (8 columns) of rows
+  t // 16 + 16 k, k = 0..7 (CuTe's 16 x 16 thread layout), eight 16-byte
+  ``ld.global.nc.v4.b32`` loads (read-only path, no cache hint; SASS ``LDG.E.128.CONSTANT``)
+  issued back to back before any math (checked in the SASS; N % 8 == 0 keeps them 16-byte
+  aligned); a warp load covers two 256-byte row pieces.
 * amax on the raw bits: a bf16 without its sign bit orders like its magnitude, so a thread
   reduces ``w & 0x7FFF7FFF`` of its packed pairs with ``__vmaxu2`` (unsigned 16-bit SIMD max,
-  one instruction per two elements), converts the larger half to fp32, then warp shuffles +
-  one shared-memory step (``T.cuda.cta_max``); every thread gets the block amax (exact).
-  Working on the bits also keeps the fp32 copies of x out of the registers until the
-  quantization. s = ``__fdiv_rn(amax, 448)`` (one IEEE rounding), floored at 1 / (448 * 512),
-  stored by thread 0.
+  one instruction per two elements), converts the larger half to fp32, then warp shuffles;
+  then CuTe's one-barrier step: lane 0 of each warp writes its warp max to shared memory, one
+  barrier, every lane reads partial[lane % 8] and a full-warp shuffle max gives every thread
+  the block amax (exact; max is idempotent and order-free, so the outputs are bit-identical
+  to the previous expert's, which used the two-barrier ``T.cuda.cta_max``: warp 0 reduces the
+  partials, stores, barrier, broadcast). Working on the bits also keeps the fp32 copies of x
+  out of the registers until the quantization. s = ``__fdiv_rn(amax, 448)`` (one IEEE
+  rounding), floored at 1 / (448 * 512), stored by thread 0.
 * x / s: q0 = x * inv with inv = ``__frcp_rn(s)``, then one residual step
   q = fma(fma(-q0, s, x), inv, q0) (the IEEE quotient except in rare cases);
   ``cvt.rn.satfinite.e4m3x2.f32`` converts pairs (nearest even, saturating at +-448: the clamp,
@@ -24,13 +29,31 @@ of q (the memory-bound minimum):
 * Partial blocks (M or N not a multiple of 128): rows past M and column vectors past N / 8
   are predicated (not loaded: zero, neutral for a max of |x|; not stored). The predicates
   exist only in builds where that dimension is ragged (compile-time flags).
-* Occupancy: ~50 registers per thread -> about 4 CTAs (128 KB of loads in flight) per SM;
-  the benchmark grid is 64 x 224 = 14336 CTAs (~27 waves).
-* Unmeasured on the H200 so far. Int32 indexing: M * N must stay below 2^31.
+* Occupancy: 47 registers per thread (NVRTC, sm_90a; 48 from ptxas 13.0 on the same kernel's
+  PTX) -> 5 CTAs (160 KB of loads in flight, against ~35 KB needed by Little's law) per SM;
+  the benchmark grid is 64 x 224 = 14336 CTAs (~22 waves).
+* Limits (asserted): N % 8 == 0, M * N < 2^31 (int32 indexing), MB = ceil(M / 128),
+  NB = ceil(N / 128).
+* Host path: build() compiles the kernel for the static (M, N, MB, NB) of a shape set
+  (sm_90a); run(x, q, s) launches it once.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-178.7 us, 85.0% of the roofline ideal (151.9 us), 17.47x the fastest eager formulation, 1.46x
-torch.compile; the CuTe expert 167.7 us (this one is 1.07x slower).
+Why the load has no cache hint: the previous TIRx expert, the same design with
+``ld.global.nc.L1::no_allocate.v4.b32`` (SASS ``LDG.E.NA.128.CONSTANT``) and the two-barrier
+amax, ran 176.9 us against the CuTe expert's 166.8 us in
+bench/h200/2026-12-02b/solutions-CF-r3.md. Dropping ``.L1::no_allocate`` had made 18 of 21
+TIRx row/elementwise experts 1.6-9.2% faster in one judge (bench/h200/2026-12-01h/tune-nc.txt;
+B08 l2norm_rows 148.2 -> 134.5 us). In the tuning run bench/h200/2026-12-02c/tune-r5b.json this
+kernel (``ld.global.nc`` without the hint) measured 167.9 us (IQR 1.2), and the same kernel
+with CuTe's plain ``ld.global.v4.b32`` (SASS ``LDG.E.128``) 168.0 us (IQR 1.2): the same within
+0.1 us, so the hint was the cost, not the read-only path: 176.9 -> 167.9 us (1.05x, 5.1% less
+time). The one-barrier amax came with both variants; its own share of the gain is unmeasured
+(at most a few hundred cycles per CTA between the loads and the stores, mostly hidden by the
+SM's other CTAs).
+
+Measured on the H200 (full mode, one judge, every check shape passed): 167.9 us (IQR 1.2) in
+the tuning run above, against 176.9 us for the previous TIRx expert. In the one-run table
+bench/h200/2026-12-02c/solutions-CF-r5.md: 167.6 us (IQR 1.2), 90.1% of the 151.0 us roofline
+ideal, 18.47x torch eager, 1.55x torch.compile; the CuTe expert 167.0 us there.
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx
@@ -46,7 +69,7 @@ RPT = BLOCK // RSTEP  # 8 rows (vectors) per thread
 WARPS = THREADS // 32
 FP8_MAX = 448.0
 MIN_SCALE = 1.0 / (448.0 * 512.0)
-X_LOAD = "ld.global.nc.L1::no_allocate.v4.b32"  # read once: no L1 allocation
+X_LOAD = "ld.global.nc.v4.b32"  # read-only path, no .L1::no_allocate (LDG.E.128.CONSTANT)
 Q_STORE = "st.global.v2.b32"  # 8 e4m3 values
 
 
@@ -133,8 +156,12 @@ def make_kernel(m: int, n: int, mb: int, nb: int):
         # 2. exact block amax of |x|: bf16 bit patterns without the sign bit order like the
         # magnitudes, so two halves at a time go through one unsigned 16-bit SIMD max
         m2 = _tree_umax2([xv[i] & T.uint32(0x7FFF7FFF) for i in range(RPT * 4)])
-        local = _fmax(_lo(m2), _hi(m2))
-        amax = T.cuda.cta_max(local, WARPS, red.data)
+        wmax = T.cuda.warp_max(_fmax(_lo(m2), _hi(m2)))
+        # one barrier: every warp re-reduces all WARPS partials (max is idempotent)
+        if T.truncmod(tid, 32) == 0:
+            red[T.truncdiv(tid, 32)] = wmax
+        T.cuda.cta_sync()
+        amax = T.cuda.warp_max(red[T.truncmod(tid, WARPS)])
 
         # 3. scale (one IEEE rounding) and its correctly rounded reciprocal
         sc[0] = _fmax(

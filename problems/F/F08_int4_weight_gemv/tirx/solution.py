@@ -11,9 +11,10 @@ with the batch (M <= 8) as the mma's n, D = a 16 x 8 tile of y^T.
   (warpgroups) of 4 warps per CTA. A team owns a 32-row tile (2 n-tiles of 16 rows) over the
   whole K; warp wt of the team takes the groups c = wt, wt + 4, ... (the 4 warps read 256
   contiguous bytes of each row at a time). Tiles go round-robin to the teams (tile = tg + 396 k,
-  tg = team * grid + cta, 396 teams at 132 CTAs): 1792 tiles at the benchmark, 13 or 14 tiles
-  per SM (97 % balance: 13.58 on average). Shared memory: x 128 KB + group sums 2 KB +
-  reduction 12 KB + rings 76.5 KB = 218.5 KB, so 1 CTA per SM.
+  tg = team * grid + cta, 396 teams at 132 CTAs): 1792 tiles at the benchmark (M = 8,
+  N = 57344, K = 8192), 13 or 14 tiles per SM (97 % balance: 13.58 on average). Shared memory:
+  x 128 KB + group sums 2 KB + reduction 12 KB + rings 76.5 KB (+ one 16-byte mask word) =
+  218.5 KB, so 1 CTA per SM.
 * x is converted ONCE per CTA into shared memory in mma B-fragment order (G * 2 KB = 128 KB at
   K = 8192; chunk c, 16-byte piece q, lane L: the B registers of lane L for mma steps 2q, 2q + 1),
   plus 136 * (the sum of each group of x) per batch row. Chunk c is converted by warp c % 12:
@@ -33,8 +34,16 @@ with the batch (M <= 8) as the mma's n, D = a 16 x 8 tile of y^T.
   ~35 KB per SM that Little's law needs (35 KB/us per SM at ~1 us latency).
 * Math per group and warp: 16 mma (2 n-tiles x 8 k-steps, 4 independent accumulator chains).
   A operands without a table: ((w >> 4i) & 0x000F000F) | 0x43004300 is the bf16 pair
-  (128 + code(i), 128 + code(i + 4)) of a 32-bit word of 8 codes (7 integer ops per 8 codes); the
-  k order inside an mma is free as long as B uses the same pairing, which the x conversion does.
+  (128 + code(i), 128 + code(i + 4)) of a 32-bit word of 8 codes; the k order inside an mma is
+  free as long as B uses the same pairing, which the x conversion does. The mask 0x000F000F is
+  held in a register: thread 0 stores it to a shared word before the first barrier and every
+  thread loads it once before the loop (ptxas cannot fold a shared load into an immediate; an
+  inline-asm mov was folded), so ptxas fuses the and/or into ONE lop3 (reg, imm, reg) per
+  operand. With both immediates NVRTC's build emitted two lop3 per operand (a lop3 takes a
+  single immediate): 64 more ALU instructions per group and warp. SASS of the main loop
+  (sm_90a, cuobjdump): 283 instructions per step, 71 LOP3, 78 registers, no spills (345 and 135
+  LOP3 with the immediates; the CuTe expert's build: 330, 79 LOP3, with its index math on the
+  uniform datapath).
 * Numerics: the scale is factored out of each group's integer dot product (the statement allows
   it): D = sum_k (128 + code) x[m, k] from 8 mma on a zero accumulator (bf16 operands and
   products exact, fp32 accumulation), then acc += s[n, c] * (D - 136 * xsum[m, c]) in fp32, as
@@ -51,20 +60,19 @@ with the batch (M <= 8) as the mma's n, D = a 16 x 8 tile of y^T.
 * Host path: build() compiles for the static (M, N, K) of a shape set (sm_90a); run(x, wq,
   scales, y) passes the torch tensors straight to the compiled function.
 
-Measured on the H200 (bench/h200/2026-12-02/diag-wake200.json, full mode, one judge, 200 us wake
-spin): 84.6 us (IQR 0.9), 61.7% of the roofline ideal (52.2 us), 3.56x the fastest eager
-formulation, 6.53x torch.compile; the previous design 125.7 us in the same run. That design put x
-in the mma's A operand (8 of its 16 rows zero) and 8 weight rows in B, so twice the mma count,
-x-fragment loads and nibble work per weight plus an fma.bf16x2 per register for the zero point
-(~60 instructions per 512 bytes of weights); it loaded the weights into registers with plain
-loads (~1-2 KB in flight per warp, some moved next to their use by ptxas) and relied on L2 bulk
-prefetches, which have no completion, for the rest. The same design as here with 8 warps per CTA
-(2 teams) and a 5-stage ring (4 groups, 64 KB per SM in flight) measured 87.6 us in the same run:
-fewer bytes in flight but 3 warps per scheduler instead of 2 was faster, which points at the
-latency of each warp's dependent chain (shared loads, nibble ops, mma, epilogue) rather than at
-bytes in flight (not profiled). The estimate made before measuring, ~57-62 us (52 us / 0.97
-balance + ~2 us start-up), was not reached. The CuTe expert (the same design) runs 76.8 us
-(bench/h200/2026-12-02/diag-cute-wake200.json; this one is 1.10x slower).
+Measured on the H200 (bench/h200/2026-12-02c/tune-r4.json, full mode, one judge): 78.0 us
+(IQR 1.5), 66.9% of the roofline ideal (52.2 us); the previous TIRx expert (the same kernel with
+the mask as an immediate) 83.9 us in bench/h200/2026-12-02b/solutions-CF-r3.md, the CuTe expert
+(the same design) 77.8 us there: 18% fewer instructions per step closed the gap between the two
+DSLs. This and an earlier result point at each warp's dependent chain (shared loads, nibble ops,
+mma, epilogue) rather than at the bytes in flight (not profiled): with 8 warps per CTA and a
+5-stage ring (64 KB per SM in flight) this design ran 87.6 us against 84.6 us for the 12-warp
+form (48 KB) in bench/h200/2026-12-02/diag-wake200.json. The design before it (x in the mma's A
+operand, 8 of its 16 rows zero, the weights in B: twice the mma count and nibble work per weight;
+plain register loads plus L2 bulk prefetches for the weights) ran 125.7 us in that run.
+Streaming the weights by 1 KB bulk copies per row into a 5-stage mbarrier ring did not work:
+180.9 us (TIRx) and 177.9 / 142.7 us (CuTe, without / with a producer warp) in tune-r4.json.
+A one-run table with this code: bench/h200/2026-12-02c (section 3).
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx
@@ -110,9 +118,10 @@ def _hi(w):
     return T.reinterpret(w & T.uint32(0xFFFF0000), ty="float32")
 
 
-def _nib(w, sft):
-    """bf16 pair (128 + code(i), 128 + code(i + 4)) of the 8 codes of word w, i = sft / 4."""
-    return ((w >> T.uint32(sft)) & T.uint32(0x000F000F)) | T.uint32(0x43004300)
+def _nib(w, sft, mask):
+    """bf16 pair (128 + code(i), 128 + code(i + 4)) of the 8 codes of word w, i = sft / 4;
+    mask = 0x000F000F held in a register (one lop3 per operand)."""
+    return ((w >> T.uint32(sft)) & mask) | T.uint32(0x43004300)
 
 
 def _fma(a, b, c):
@@ -167,7 +176,7 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
                             Sc.ptr_to([T.min(row0 + 8 * t + g, NN - 1), 2 * T.truncdiv(c, 2)]), 4)
 
     @T.macro
-    def compute(ring, sring, xf, xs, wr, bw, sw, dd, acc, c, slot, warp, lane, g, t, sh):
+    def compute(mk, ring, sring, xf, xs, wr, bw, sw, dd, acc, c, slot, warp, lane, g, t, sh):
         """16 mma of group c (2 n-tiles) and acc += scale * (D - 136 xsum)."""
         for qq in T.unroll(4):
             bw[T.ramp(4 * qq, 1, 4)] = xf[T.ramp(((c * 4 + qq) * 32 + lane) * 4, 1, 4)]
@@ -185,7 +194,8 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
                 w_hi = wr[4 * (2 * nt + 1) + s // 2]    # row 16 nt + 8 + g
                 T.cuda.func_call(
                     "mkb_f08v2_mma", dd.ptr_to([4 * (s % 2)]),
-                    _nib(w_lo, sft), _nib(w_hi, sft), _nib(w_lo, sft + 4), _nib(w_hi, sft + 4),
+                    _nib(w_lo, sft, mk[0]), _nib(w_hi, sft, mk[0]),
+                    _nib(w_lo, sft + 4, mk[0]), _nib(w_hi, sft + 4, mk[0]),
                     bw[2 * s], bw[2 * s + 1], MMA,
                 )
             s_lo = T.reinterpret((sw[2 * nt] << sh) & T.uint32(0xFFFF0000), ty="float32")
@@ -238,6 +248,7 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
         red = pool.alloc((TEAMS * TW * MAXM * TROWS,), "float32", align=16)
         ring = pool.alloc((WARPS * STAGES * 512,), "uint32", align=128)
         sring = pool.alloc((WARPS * STAGES * 32,), "uint32", align=16)
+        mks = pool.alloc((4,), "uint32", align=16)              # the nibble mask
         pool.commit()
         xin = T.alloc_local((16,), "uint32")
         bx = T.alloc_local((16,), "uint32")
@@ -247,6 +258,7 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
         sw = T.alloc_local((4,), "uint32")
         dd = T.alloc_local((8,), "float32")
         acc = T.alloc_local((8,), "float32")
+        mk = T.alloc_local((1,), "uint32")   # the nibble mask, opaque (one lop3)
 
         warp = T.truncdiv(tid, 32)
         lane = T.truncmod(tid, 32)
@@ -264,6 +276,8 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
                 issue(ring, sring, Wq, Sc, st, tg, warp, wt, lane, g, t)
             T.ptx[CP_COMMIT]()
 
+        if tid == 0:
+            mks[0] = T.uint32(0x000F000F)
         # 1. x -> shared memory in fragment order: pair (chunk c, lane), c = warp + WARPS r
         for r in T.unroll(XR):
             if T.constexpr(XEXACT):
@@ -280,6 +294,7 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
         tt = tid - team * (TW * 32)
 
         # 2. the warp's stream of (tile, group) steps
+        mk[0] = mks[0]   # a shared load: ptxas cannot fold it into an immediate
         for q in T.serial(Q):
             T.ptx[CP_WAIT](STAGES - 2)   # step q has landed (this lane's copies) ...
             T.cuda.warp_sync()           # ... and the warp's scale words
@@ -291,10 +306,10 @@ def make_kernel(batch: int, n_out: int, k_in: int, group: int = GROUP):
             c = wt + TW * i
             slot = T.truncmod(q, STAGES)
             if T.constexpr(EVEN):
-                compute(ring, sring, xf, xs, wr, bw, sw, dd, acc, c, slot, warp, lane, g, t, sh)
+                compute(mk, ring, sring, xf, xs, wr, bw, sw, dd, acc, c, slot, warp, lane, g, t, sh)
             else:
                 if c < G:
-                    compute(ring, sring, xf, xs, wr, bw, sw, dd, acc, c, slot, warp, lane, g, t,
+                    compute(mk, ring, sring, xf, xs, wr, bw, sw, dd, acc, c, slot, warp, lane, g, t,
                             sh)
             if i == NI - 1:
                 # end of tile: the team's 4 partials summed in a fixed order, one rounding

@@ -76,8 +76,13 @@ Measured on the H200 (full mode):
   * bench/h200/2026-12-02b/solutions-CF-r3.md (`mkb solutions C F`, one run, this code):
     94.9 us (IQR 1.2), 75.9% of the roofline ideal (72.0 us), 9.13x the fastest eager
     formulation, 3.79x torch.compile; the TIRx expert (the same design, launched plainly)
-    97.6 us.  A TIRx port of the programmatic launch failed the correctness check on the H200
-    (mismatch) and is not adopted.
+    97.6 us.  The TIRx expert now uses the same programmatic launch, with kernel 1's outputs
+    read by explicit ld.global after griddepcontrol.wait (an earlier port read them through
+    ld.global.nc, which ptxas hoisted above the wait, and failed the check): 93.8 us in
+    bench/h200/2026-12-02c/tune-r4.json; in the one-run table
+    bench/h200/2026-12-02c/solutions-CF-r5.md TIRx 94.4 us, this kernel 94.8 us.  Here START and
+    LIST are plain CuTe tensor loads: ld.global.b32 in the PTX, LDG.E after ACQBULK in the SASS
+    (benchmark build); only src, which kernel 1 never writes, goes through .nc.
   Kernel 2 still runs well below the copy rate (the earlier estimate of ~80-85 us for it was
   not reached); not profiled.
 """
