@@ -63,18 +63,8 @@ def tensor_split(problem: Problem) -> tuple[int, int]:
 
 
 def median_us(fn: Callable[[], Any], reps: int) -> float:
-    """Median of `reps` event-timed calls after two warm-up calls."""
-    fn()
-    fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    """Median of `reps` event-timed calls (timing.event_times_us: the ceilings' method)."""
+    return statistics.median(timing.event_times_us(fn, reps))
 
 
 def measure(nbytes: int, reps: int) -> dict[str, float]:

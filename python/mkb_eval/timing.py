@@ -247,8 +247,8 @@ def wall_per_call_us(fn: Callable[[], Any], n: int, batches: int = 3) -> float:
     return best
 
 
-def best_us(fn: Callable[[], Any], reps: int) -> float:
-    """The fastest of `reps` event-timed calls after two warm-up calls (ceilings: the best rate)."""
+def event_times_us(fn: Callable[[], Any], reps: int) -> list[float]:
+    """`reps` event-timed calls (us), each behind the wake spin, after two warm-up calls."""
     fn()
     fn()
     times = []
@@ -261,7 +261,12 @@ def best_us(fn: Callable[[], Any], reps: int) -> float:
         _ev_record(end)
         _ev_sync(end)
         times.append(float(_ev_elapsed(start, end)) * 1000.0)
-    return min(times)
+    return times
+
+
+def best_us(fn: Callable[[], Any], reps: int) -> float:
+    """The fastest of `reps` event-timed calls after two warm-up calls (ceilings: the best rate)."""
+    return min(event_times_us(fn, reps))
 
 
 def _bandwidth_us(n: int, reps: int) -> tuple[float, float, float]:
