@@ -4,7 +4,7 @@
 # earlier call on the same (still warm) machine is used too, so both DSLs can be available.
 # Writes evidence, logs and the replay run's folder (as a tarball) to $OUT.
 #   scripts/h200-job.sh STEP...
-#   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  tune  spinprobe  sandbox  examples  replay
+#   steps: solutions-<dsl|all> (problems: $SOLUTIONS_PROBLEMS)  redteam-<dsl>  pyredteam-<dsl>  throughput-<dsl>  tune  adopt  spinprobe  sandbox  examples  replay
 #          copyceiling
 #          validate-gpu[-<problems>]
 #   (<dsl>: cute or tirx)
@@ -85,11 +85,23 @@ for step in "$@"; do
     tune)
       # Tuning variants (untracked files tune/<problem folder>/<dsl>/<name>.py) timed in one judge,
       # bench mode (python -m mkb_eval.selfcheck --variants).
-      # $TUNE_DIR (default tune) holds them; $TUNE_MODE (default bench); output $OUT/$TUNE_NAME.{json,txt}.
-      tn=${TUNE_NAME:-tune}
+      # $TUNE_DIR (default tune) holds them; $TUNE_MODE (default bench); output $OUT/$TUNE_NAME.{json,txt}
+      # and a copy of the JSON in /tmp/mkb-tune/ (for `adopt` in a later call on the same machine).
+      # $TUNE_EXPERTS=1 also times each varied expert in the same run (label `expert`).
+      tn=${TUNE_NAME:-tune}; ex=(); [ "${TUNE_EXPERTS:-0}" = 1 ] && ex=(--with-experts)
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.selfcheck --variants "${TUNE_DIR:-tune}" \
-        --only tune/ --no-fixtures --mode "${TUNE_MODE:-bench}" --out "$OUT/$tn.json" > "$OUT/$tn.txt" 2>&1; tail -40 "$OUT/$tn.txt" ;;
+        "${ex[@]}" --only tune/ --no-fixtures --mode "${TUNE_MODE:-bench}" --out "$OUT/$tn.json" > "$OUT/$tn.txt" 2>&1
+      tail -40 "$OUT/$tn.txt"; mkdir -p /tmp/mkb-tune && cp "$OUT/$tn.json" /tmp/mkb-tune/ 2>/dev/null ;;
       # (each target's median is on its progress line and in tune.json as soon as it is measured)
+    adopt)
+      # python -m mkb_eval.adopt over the tuning runs of this machine ($ADOPT_TUNE: names, default
+      # $TUNE_NAME; read from /tmp/mkb-tune/) with $ADOPT_REFERENCE (`mkb solutions` JSONs): the winners
+      # are copied over solution.py here (tracked files are re-sent with every call: run it in each call
+      # that needs them); $OUT/adopted-<name>.json.
+      ref=(); for f in ${ADOPT_REFERENCE:-}; do ref+=(--reference "$f"); done
+      tj=(); for n in ${ADOPT_TUNE:-${TUNE_NAME:-tune}}; do tj+=("/tmp/mkb-tune/$n.json"); done
+      PYTHONPATH=python:${PYTHONPATH:-} python3 -m mkb_eval.adopt "${tj[@]}" "${ref[@]}" --variants "${TUNE_DIR:-tune}" \
+        --apply --out "$OUT/adopted-${TUNE_NAME:-tune}.json" ;;
     sandbox)
       # The OS sandbox on the GPU: IPC buffers work for a correct expert under it (full mode),
       # every escape case of tests/adversarial is blocked in full mode.

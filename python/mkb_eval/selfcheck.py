@@ -9,7 +9,10 @@ one), and prints a compact table; --out writes every report as JSON.
 
 --variants DIR adds every DIR/<problem folder>/<dsl>/<name>.py (e.g. a solution with other tile
 sizes) as a target labelled `tune/<problem folder>/<dsl>/<name>`: one judge times many versions
-of a kernel in one process, for tuning on a GPU whose time is scarce.
+of a kernel in one process, for tuning on a GPU whose time is scarce. --with-experts adds, for each
+(problem folder, dsl) with variants, that expert's solution.py as `tune/<problem folder>/<dsl>/expert`
+(first), so a variant is compared with its expert in the same run; python -m mkb_eval.adopt then
+picks the winners.
 
 --sandbox checks the OS sandbox (docs/threat-model.md) instead: the judge reports bubblewrap (not
 the unsafe opt-out); the A01 expert solutions of every available DSL are still `correct` in full
@@ -51,16 +54,28 @@ def find_targets(problems: Path, include_fixtures: bool) -> list[tuple[str, Path
     return out
 
 
-def find_variants(problems: Path, variants: Path) -> list[tuple[str, Path, str, Path]]:
+def find_variants(problems: Path, variants: Path, with_experts: bool = False) -> list[tuple[str, Path, str, Path]]:
     """(label, problem dir, dsl, candidate) for every variants/<problem folder>/<dsl>/<name>.py whose
-    problem folder exists under problems/ and whose DSL is registered."""
+    problem folder exists under problems/ and whose DSL is registered; with_experts: each such
+    (folder, dsl)'s expert solution.py first, labelled `expert` (a variant file of that name is
+    refused: the label would be ambiguous)."""
     registered = dsl_names()
     folders = {d.name: d for d in problems.glob("*/*") if d.is_dir()}
-    out = []
+    out: list[tuple[str, Path, str, Path]] = []
+    seen: set[tuple[str, str]] = set()
     for f in sorted(variants.glob("*/*/*.py")):
         folder, dsl = f.parents[1].name, f.parent.name
-        if folder in folders and dsl in registered:
-            out.append((f"tune/{folder}/{dsl}/{f.stem}", folders[folder], dsl, f))
+        if folder not in folders or dsl not in registered:
+            continue
+        if with_experts and (folder, dsl) not in seen:
+            seen.add((folder, dsl))
+            if f.stem == "expert" or (f.parent / "expert.py").exists():
+                raise ValueError(f"{f.parent / 'expert.py'}: with --with-experts the label `expert` is the "
+                                 "expert's solution.py; rename this variant")
+            sol = folders[folder] / dsl / "solution.py"
+            if sol.is_file():
+                out.append((f"tune/{folder}/{dsl}/expert", folders[folder], dsl, sol))
+        out.append((f"tune/{folder}/{dsl}/{f.stem}", folders[folder], dsl, f))
     return out
 
 
@@ -146,12 +161,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--judge-arg", action="append", default=[])
     ap.add_argument("--sandbox", action="store_true", help="check the OS sandbox instead (see above)")
     ap.add_argument("--variants", type=Path, help="also evaluate DIR/<problem folder>/<dsl>/<name>.py (see above)")
+    ap.add_argument("--with-experts", action="store_true",
+                    help="with --variants: also time each varied (folder, dsl)'s expert as `expert`")
     args = ap.parse_args(argv)
     if args.sandbox:
         return sandbox_check(args)
     targets = find_targets(args.problems, not args.no_fixtures)
     if args.variants is not None:
-        targets += find_variants(args.problems, args.variants)
+        try:
+            targets += find_variants(args.problems, args.variants, args.with_experts)
+        except ValueError as e:
+            print(f"selfcheck: {e}", file=sys.stderr)
+            return 2
     if args.only:
         targets = [t for t in targets if args.only in t[0]]
     if not targets:
