@@ -64,7 +64,8 @@ memory instead of 4 with all of it in registers took the cluster design from 562
 (bench/h200/2026-12-02/diag-wake200.json).
 
 Numerics: fp32 math; e relative to the thread's max is rounded to bf16 once (relative error
-<= 2^-9) before the final rounding of p; c_t <= 1 / S so ftz underflow of e costs < 2^-126.
+<= 2^-8, bf16's unit roundoff) before the final rounding of p; c_t <= 1 / S so ftz underflow of
+e costs < 2^-126.
 Emulated in fp32 against reference.py (slot layout included, every vector covered exactly once)
 at (T, V) = (4, 256), (333, 1000), (9, 128256), plus (2, 131072), with N(96, 4), N(0, 1) and
 N(-50, 30) logits: worst error / tolerance 0.23 (the previous expert's formula in the same
