@@ -101,7 +101,7 @@ except ImportError:  # pragma: no cover
 QUAD = 4           # bf16 per 64-bit smem load = fp32 per 128-bit global store
 THREADS = 512      # one row per CTA
 QPT_MAX = 16       # max quads per thread (V <= 4 * 16 * 512 = 32768: 3 x 64 KB of smem per SM)
-MIN_BLOCKS = 3     # CTAs per SM (shared memory: 3 x 64.4 KB at V = 32000)
+MIN_BLOCKS = 3     # CTAs per SM (shared memory: 3 x 64.3 KB at V = 32000)
 PAD_WORD = 0xF14AF14A  # two bf16 -1.0e30: finite, exp2 of it minus a real max is 0
 M_INIT = -1.0e30
 LOG2_E = math.log2(math.e)
@@ -280,7 +280,7 @@ def _log_softmax_host(
         grid=[T, 1, 1],
         block=[THREADS, 1, 1],
         stream=stream,
-        # three CTAs per SM: <= 40 registers at 512 threads, 3 x 64.4 KB of shared memory
+        # three CTAs per SM: <= 40 registers at 512 threads, 3 x 64.3 KB of shared memory
         min_blocks_per_mp=MIN_BLOCKS,
         preferred_smem_carveout=100,
     )
