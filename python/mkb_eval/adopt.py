@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .evidence import expert_times
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -48,14 +50,14 @@ def reference_times(paths: list[Path]) -> dict[str, float]:
     out: dict[str, float] = {}
     for p in paths:
         try:
-            results = json.loads(p.read_text())["results"]
+            if "results" not in json.loads(p.read_text()):
+                raise KeyError("results")
+            times = expert_times(p)
         except (OSError, ValueError, KeyError) as e:
             raise ValueError(f"{p}: not an `mkb solutions` evidence file ({e})") from None
-        for r in results:
-            med = ((r.get("report") or {}).get("runtime") or {}).get("median_us")
-            if med is not None:
-                key = f"{r['problem']}/{r['dsl']}"
-                out[key] = min(med, out.get(key, med))
+        for (pid, dsl), med in times.items():
+            if dsl != "compile":
+                out[f"{pid}/{dsl}"] = min(med, out.get(f"{pid}/{dsl}", med))
     return out
 
 

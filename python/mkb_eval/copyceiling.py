@@ -30,6 +30,7 @@ import torch
 
 from . import timing
 from .bundle import Bundle
+from .evidence import expert_times
 from .problem import Problem
 
 
@@ -77,23 +78,6 @@ def measure(nbytes: int, reps: int) -> dict[str, float]:
          "read_us": median_us(lambda: a.sum(), reps),
          "write_us": median_us(lambda: a.fill_(0.5), reps)}
     return r
-
-
-def expert_times(path: Path) -> dict[tuple[str, str], float]:
-    """(problem id, dsl) -> the expert's median us, and (problem id, "compile") -> torch.compile's
-    median us in the same judge, from a `mkb solutions` evidence JSON."""
-    d = json.loads(path.read_text())
-    out: dict[tuple[str, str], float] = {}
-    for r in d.get("results", []):
-        rep = r.get("report") or {}
-        med = (rep.get("runtime") or {}).get("median_us")
-        if isinstance(med, int | float) and med > 0:
-            out[(str(r["problem"]), str(r["dsl"]))] = float(med)
-        for b in rep.get("baselines") or []:
-            comp = (b.get("timing") or {}).get("median_us") if b.get("kind") == "compile" else None
-            if isinstance(comp, int | float) and comp > 0:
-                out.setdefault((str(r["problem"]), "compile"), float(comp))
-    return out
 
 
 def row(pid: str, nbytes: int, split: tuple[int, int], bw: float, t: Mapping[str, float],
