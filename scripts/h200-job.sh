@@ -11,6 +11,13 @@
 #   copyceiling: torch's copy / read / write times at each problem's byte count ($COPY_PROBLEMS: ids or
 #   family letters, default A B; $COPY_SOLUTIONS: `mkb solutions` JSONs whose expert times are put
 #   beside them), python -m mkb_eval.copyceiling; output $OUT/${COPY_NAME:-copyceiling}.{json,md}
+#   ncu: Nsight Compute counters of one expert (or variant) beside torch's copy and sum of the same
+#   byte count (python -m mkb_eval.ncuprobe): $NCU_PROBLEM (F08), $NCU_DSL (cute), $NCU_FILE (a
+#   variant file, optional), $NCU_METRICS (default: DRAM/L2/L1 bytes, throughputs, issue, stalls);
+#   output $OUT/${NCU_NAME:-ncu}.csv (one row per kernel and metric) and .txt.
+#   flushprobe: the timed time of each expert ($FLUSH_DSL, default cute) of $FLUSH_PROBLEMS (default
+#   F08 C10 B09 A01) and of torch's read and copy of the same bytes under each L2 flush mode
+#   (python -m mkb_eval.flushprobe); output $OUT/flushprobe.{json,txt}.
 #   spinprobe: $SPIN_PROBLEMS, $SPIN_ARGS (e.g. --solutions tirx: the expert kernels), output name $SPIN_NAME
 #   validate-gpu[-<problems>]: `mkb problems validate --device cuda` over all problems (or the
 #   comma-separated ids / family letters, e.g. validate-gpu-A,C01): the validation checks at the
@@ -77,6 +84,18 @@ for step in "$@"; do
       sol=(); for f in ${COPY_SOLUTIONS:-}; do sol+=(--solutions "$f"); done
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.copyceiling ${COPY_PROBLEMS:-A B} "${sol[@]}" \
         --out "$OUT/${COPY_NAME:-copyceiling}.json"; cat "$OUT/${COPY_NAME:-copyceiling}.md" ;;
+    ncu)
+      ncu_bin=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+      nm=${NCU_METRICS:-gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sector_op_read_hit_rate.pct,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,smsp__warps_active.avg.per_cycle_active}
+      nf=(); [ -n "${NCU_FILE:-}" ] && nf=(--file "$NCU_FILE")
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT "$ncu_bin" --clock-control none --nvtx --nvtx-include probe/ --metrics "$nm" --csv \
+        python3 -m mkb_eval.ncuprobe "${NCU_PROBLEM:-F08}" --dsl "${NCU_DSL:-cute}" "${nf[@]}" \
+        > "$OUT/${NCU_NAME:-ncu}.csv" 2> "$OUT/${NCU_NAME:-ncu}.txt"
+      tail -5 "$OUT/${NCU_NAME:-ncu}.txt"; wc -l "$OUT/${NCU_NAME:-ncu}.csv" ;;
+    flushprobe)
+      PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.flushprobe ${FLUSH_PROBLEMS:-F08 C10 B09 A01} \
+        --dsl "${FLUSH_DSL:-cute}" --out "$OUT/flushprobe.json" > "$OUT/flushprobe.txt" 2>&1
+      cat "$OUT/flushprobe.txt" ;;
     spinprobe)
       # the wake spin against each baseline's host enqueue time ($SPIN_PROBLEMS, python -m mkb_eval.spinprobe)
       PYTHONPATH=python:${PYTHONPATH:-} timeout $STEP_TIMEOUT python3 -m mkb_eval.spinprobe ${SPIN_PROBLEMS:-A03 A07 A08 B05 C12 D10 F09} \

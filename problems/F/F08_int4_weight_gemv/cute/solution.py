@@ -87,8 +87,13 @@ same run (1.04x); the same kernel with half-line loads (8 half lines per LDG.128
 shuffles) 74.4 us (IQR 1.1). One-run table bench/h200/2026-12-02e/solutions-CF-r11.md: 73.0 us
 (IQR 1.1), 71.4% of the 52.1 us roofline ideal, 4.13x the fastest eager formulation
 (torch_int4pack), 7.35x torch.compile; the TIRx expert 77.4 us (ratio 1.060, this one faster).
-Still below the 75% target (69.5 us); torch's copy of the same byte count takes 64.3 us
-(bench/h200/2026-12-02c/copyceiling.md).
+Those timings paid the write-back of the L2 flush's dirty lines inside each call. Measured since
+the judge's flush leaves L2 clean (bench/h200/2026-12-02f, where flushprobe.txt shows the same
+kernel at 73.3 us under the old flush and 65.6 us under the new one, and Nsight Compute gives a
+kernel duration of 65.0-65.7 us, ncu-f08.csv): 65.8 us (IQR 0.8), 79.2% of the ideal, 4.55x
+torch_int4pack, 8.19x torch.compile (solutions-ABCF-r13.md; the TIRx expert 66.1 us). Nsight
+Compute: 242.4 MB read from DRAM per call (the minimal bytes: no over-fetch) at 78-79% of the
+DRAM peak, against 81% for torch's read-only sum of the same bytes and 89% for the C10 expert.
 What changed against the previous expert (the same tiles, teams, x fragments, math and
 reduction, with the weights through a per-warp cp.async ring in shared memory: 3 stages of
 16-byte .cg copies, 4 full lines per instruction, 2 steps in flight, 74 KB of shared memory, 80
@@ -102,6 +107,11 @@ dequant with 14% fewer instructions per step ran 73.9 us against 75.5 (not adopt
 the input range of x), and a 2-CTA split-K cluster with 24 warps per SM and ~99 KB of weights in
 flight 78.8 us against 75.2. So neither bytes in flight, nor the warp count, nor the issue rate
 alone is the wall; dropping the shared-memory round trip gained 4%.
+Round 13 (bench/h200/2026-12-02f, old flush, expert 73.3-73.5 us in each run): 8 warps with
+4 steps in flight (64 KB per SM) 74.3 us, 8 warps with 2 steps 77.3, the L2::256B prefetch
+hint on the loads 73.5, a per-team rotation of the K sweep (so the teams' in-flight addresses do
+not share their offset within a 4 KB row) 74.1, and prefetch.global.L2 of the lines 2, 4 or 8
+steps ahead 82.8, 88.8 and 99.1 us (more DRAM requests made it slower).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
