@@ -67,7 +67,7 @@ CANDIDATE_WAKE_US = 200.0
 # 71.8 us; with the zeroing followed by a read of a second buffer of twice the L2 size, 65.6,
 # 63.9 and 64.1 us, matching the kernels' own durations under Nsight Compute, whose cache control
 # leaves L2 clean (65.0-65.7 us for F08, 63.0 us for C10: ncu-f08.csv, ncu-c10.csv there). The
-# write-back cost ~8 us per call whatever the kernel (2-6% of 230-us calls). "write+read" is the
+# write-back cost 4-8 us per call whatever the kernel (1-3% of a 230 us call). "write+read" is the
 # judge's flush: the write-back happens before the window and every timed call (candidates and
 # baselines alike) starts on a cold, clean L2.
 FLUSH_MODES = ("write", "read", "write+read")
@@ -216,8 +216,8 @@ def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
                before: Callable[[int], None] | None = None, profile_at: int | None = None,
                profile: Callable[[], None] | None = None, spin_cycles: int | None = None,
                host_us: list[float] | None = None, flush_mode: str | None = None) -> list[float]:
-    """`reps` repetitions of: [before(i)], flush L2 (flush_l2, `flush_mode`), device sync, spin (`spin_cycles`, default
-    WAKE_CYCLES), start event, fn(), end event, device sync; microseconds. `before(i)` is where the
+    """`reps` repetitions of: [before(i)], flush L2 (flush_l2, `flush_mode`), device sync, spin
+    (`spin_cycles`, default WAKE_CYCLES), start event, fn(), end event, device sync; microseconds. `before(i)` is where the
     judge writes rep i's fresh inputs and poisoned outputs (the runner waits for its "go" there).
     Rep `profile_at` calls `profile()` (fn under the recorders) instead of the timed window; it
     yields no time. `host_us`, if given, receives each timed rep's host time from the spin's launch
