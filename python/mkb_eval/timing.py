@@ -217,8 +217,9 @@ def timed_reps(fn: Callable[[], Any], reps: int, flush: torch.Tensor | None,
                profile: Callable[[], None] | None = None, spin_cycles: int | None = None,
                host_us: list[float] | None = None, flush_mode: str | None = None) -> list[float]:
     """`reps` repetitions of: [before(i)], flush L2 (flush_l2, `flush_mode`), device sync, spin
-    (`spin_cycles`, default WAKE_CYCLES), start event, fn(), end event, device sync; microseconds. `before(i)` is where the
-    judge writes rep i's fresh inputs and poisoned outputs (the runner waits for its "go" there).
+    (`spin_cycles`, default WAKE_CYCLES), start event, fn(), end event, device sync; microseconds.
+    `before(i)` is where the judge writes rep i's fresh inputs and poisoned outputs (the runner
+    waits for its "go" there).
     Rep `profile_at` calls `profile()` (fn under the recorders) instead of the timed window; it
     yields no time. `host_us`, if given, receives each timed rep's host time from the spin's launch
     to the end event's record (when it exceeds the spin, the window opened on an idle GPU)."""
