@@ -78,14 +78,16 @@ class TimingPhase:
             t1 = time.monotonic()
             try:
                 self.progress(c, "wall-clock check")
-                r = self.rq(c, {"op": "time", "shape": bench.name, "warmup": 0, "reps": 0, "flush": False,
-                                "wall_calls": self.opts.wall_calls},
-                            self.limits["call_s"] + self.opts.wall_calls * c.est_us * 4e-6, "call_timeout",
-                            "the wall-clock check")
-                if not r.get("ok"):
-                    raise CandidateFailure("crashed", "runtime_error", "run() failed in the wall-clock check",
-                                           log=str(r.get("error", "")))
-                c.wall_us = r.get("wall_us_per_call")
+                c.wall_us = self.wall_clock(c, bench)
+                if c.wall_us is not None and c.times and wall_mismatch(summarize_times(c.times)["median_us"], c.wall_us):
+                    # Measured again before failing: a host stall (the runner's CPU shared with
+                    # compiles) can slow every batch of one measurement, work hidden from the
+                    # events slows both. B10 TIRx on the H200: 243.9 us per call in one
+                    # measurement, 140.8 us (median 137.1) in other runs
+                    # (bench/h200/2026-12-02f/README.md, section 4).
+                    again = self.wall_clock(c, bench)
+                    if again is not None:
+                        c.wall_us = min(c.wall_us, again)
                 self.judge_timing(c, bench)
             except CandidateFailure as f:
                 self.fail(c, f)
@@ -188,6 +190,19 @@ class TimingPhase:
             except CandidateFailure as f:
                 raise CandidateFailure("incorrect", "timing_check_failed", f"{f.message} ({f.reason}): the "
                                        "candidate did not compute this timed repetition") from None
+
+    def wall_clock(self, c: Candidate, bench: ShapeSet) -> float | None:
+        """The runner's per-call wall time over device-synchronized batches of back-to-back calls
+        (timing.wall_per_call_us: the least of its batches)."""
+        r = self.rq(c, {"op": "time", "shape": bench.name, "warmup": 0, "reps": 0, "flush": False,
+                        "wall_calls": self.opts.wall_calls},
+                    self.limits["call_s"] + self.opts.wall_calls * c.est_us * 4e-6, "call_timeout",
+                    "the wall-clock check")
+        if not r.get("ok"):
+            raise CandidateFailure("crashed", "runtime_error", "run() failed in the wall-clock check",
+                                   log=str(r.get("error", "")))
+        w = r.get("wall_us_per_call")
+        return float(w) if w is not None else None
 
     def judge_timing(self, c: Candidate, bench: ShapeSet) -> None:
         where = f"shape set {bench.name!r}, a profiled call inside the timing loop"
