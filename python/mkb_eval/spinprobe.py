@@ -30,6 +30,7 @@ import torch
 from . import timing
 from .bundle import Bundle
 from .correctness import call_with_params
+from .ncuprobe import load_solution
 from .problem import InputGenerator, allocate, make_spec
 
 
@@ -72,15 +73,9 @@ def probe(bundle: Bundle, pid: str, cycles: list[int], rounds: int, reps: int) -
 def probe_solution(bundle: Bundle, pid: str, dsl: str, cycles: list[int], rounds: int,
                    reps: int) -> dict[str, Any]:
     """The expert solution of `dsl`, built for the benchmark shape and called on fresh buffers."""
-    import importlib.util
-
     problem = bundle.problem(pid)
     bench = problem.benchmark_shape
-    path = problem.dir / dsl / "solution.py"
-    spec = importlib.util.spec_from_file_location(f"mkb_probe_{pid}_{dsl}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_solution(problem.dir / dsl / "solution.py", f"mkb_probe_{pid}_{dsl}")
     run = module.build(make_spec(problem, bench))
     inputs = allocate(problem.inputs, bench, "cuda")
     outputs = allocate(problem.outputs, bench, "cuda")
