@@ -27,7 +27,11 @@ Design
     (make_fake_stream(use_tvm_ffi_env_stream=True)).
 Static facts (ptxas from CUDA 13.0, sm_90a, benchmark shape, counted on a CPU machine): 32
 registers, no spills, about 11.5 SASS instructions per element in total.
-Unmeasured on the GPU when written; the structure is A01's (same tiling and host path).
+The structure is A01's (same tiling and host path).
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt):
+ROWS_PER_THREAD = 4, 2, 1 ran 223.3, 220.6, 221.0 us, so ROWS_PER_THREAD = 2 (from 4); the cause was
+not profiled. In the one-run table (bench/h200/2026-12-02g/solutions-AB-r15.md): 220.5 us, 91.2% of
+the roofline ideal.
 """
 import math
 
@@ -39,7 +43,7 @@ from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
 VEC = 8            # bf16 elements per 128-bit access
 THREADS = 256      # threads per CTA
-ROWS_PER_THREAD = 4  # VM: rows each thread handles (x vectors in flight per thread)
+ROWS_PER_THREAD = 2  # VM: rows each thread handles (x vectors in flight per thread)
 
 # exp(-2u) = exp2(-2 * sqrt(2/pi) * log2(e) * (v + 0.044715 v^3)) = exp2(v * (_K1 + _K2 * v^2))
 _LOG2E = math.log2(math.e)

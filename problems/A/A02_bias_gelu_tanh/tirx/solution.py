@@ -14,7 +14,7 @@ compiled for the static shape of one shape set; same skeleton as A01:
   0.5 v (1 + tanh u) = v sigmoid(2u) = v / (1 + 2^(-2u log2 e)), and -2u log2 e = v (K1 + K2 v^2)
   with the constants folded at build time. Per element: unpack, add, 2 FMUL + 1 FFMA, one
   MUFU.EX2, one add and a fast-math division (MUFU.RCP + FMUL): 10.75 SASS instructions per
-  element in a 4 x 256 build (static count, with unpacking and packing), far below
+  element in a ROWS = 4, 256-thread build (static count, with unpacking and packing), far below
   the ~32 per element the memory time allows (132 SMs x 4 issue x 1.98 GHz over 2.35e8 elements
   in ~225 us). tanh.approx (MUFU.TANH) would be cheaper still but its ~2^-11 absolute error
   becomes a large relative error of y where v << 0 and 1 + tanh u is tiny; the sigmoid form
@@ -26,8 +26,9 @@ compiled for the static shape of one shape set; same skeleton as A01:
 * Grid: x = column-vector chunk of BLOCK threads, y = row group (consecutive CTAs cover
   contiguous memory); swapped when there are more than 65535 row groups.
   Int32 index arithmetic: T * H must stay below 2^31 (the benchmark has 2.35e8 elements).
-
-Unmeasured here (compiled for sm_90a on a CPU machine); the lead measures it on the H200.
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): ROWS = 4, 2,
+1 ran 223.0, 220.6, 220.1 us, so ROWS = 1 (from 4); the cause was not profiled. In the one-run table
+(bench/h200/2026-12-02g/solutions-AB-r15.md): 219.9 us, 91.5% of the roofline ideal.
 """
 import math
 
@@ -36,7 +37,7 @@ import tvm_tirx
 from tvm_tirx.script import tirx as T
 from tvm_tirx.target import Target
 
-ROWS = 4  # rows per thread (independent 16-byte loads in flight per thread)
+ROWS = 1  # rows per thread (independent 16-byte loads in flight per thread)
 MAX_BLOCK = 256  # threads per CTA (upper bound; narrow rows get fewer)
 VEC = 8  # bf16 per 16-byte vector
 # Load flavour for x: read-only path (ld.global.nc). The .L1::no_allocate hint was dropped: 3-9% faster without it in 18 of 21 TIRx kernels on the H200 (bench/h200/2026-12-01h/tune-nc.txt).

@@ -8,11 +8,11 @@ Design
     a static N and alpha baked in as an fp32 immediate (rounded to fp32 on the host; the
     problem's alpha is already an fp32 value): tile counts and the "do we need bounds checks"
     decision are compile-time constants.
-  * CTA = 256 threads; every thread owns one 128-bit vector (8 bf16) per step and VM = 4 steps
+  * CTA = 256 threads; every thread owns one 128-bit vector (8 bf16) per step and VM = STEPS step(s)
     spaced 256 vectors apart, so a CTA covers VM x 2048 consecutive elements and a warp reads
     512 contiguous bytes per instruction (coalesced).  All 2 x VM loads (r and y) are issued
-    before any math, so every thread has 2 x VM x 16 B = 128 B in flight.  The benchmark
-    N = 32768 x 4096 is a multiple of the 8192-element tile, so it runs without masking.
+    before any math, so every thread has 2 x VM x 16 B in flight.  The benchmark
+    N = 32768 x 4096 is a multiple of the (VM x 2048)-element tile, so it runs without masking.
   * Math: r and y widened to fp32, r + alpha * y (ptxas contracts it into one FFMA: a single
     rounding in fp32, which the statement allows), one rounding to bf16 (RN) on store.  About 3
     instructions per element; the kernel is purely bandwidth-bound.
@@ -24,7 +24,10 @@ Design
     (make_fake_stream(use_tvm_ffi_env_stream=True)).
 Static facts (ptxas from CUDA 13.0, sm_90a, benchmark shape, counted on a CPU machine): 40
 registers, no spills, about 5.8 SASS instructions per element in total.
-Unmeasured on the GPU when written; the structure is A01's (same copy atoms and host path).
+The structure is A01's (same copy atoms and host path).
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): STEPS = 4,
+2, 1 ran 186.0, 184.5, 182.8 us, so STEPS = 1 (from 4); the cause was not profiled. In the one-run
+table (bench/h200/2026-12-02g/solutions-AB-r15.md): 182.8 us, 94.3% of the roofline ideal.
 """
 import struct
 
@@ -36,7 +39,7 @@ from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
 VEC = 8            # bf16 elements per 128-bit access
 THREADS = 256      # threads per CTA
-STEPS = 4          # VM: 128-bit vectors per thread and input (loads in flight per thread)
+STEPS = 1          # VM: 128-bit vectors per thread and input (loads in flight per thread)
 
 
 def _steps(n: int) -> int:

@@ -20,15 +20,16 @@ shape of one shape set; the skeleton of A01 without the broadcast vector:
 * Grid: x = column-vector chunk of BLOCK threads, y = row group (consecutive CTAs cover
   contiguous memory); swapped when there are more than 65535 row groups.
   Int32 index arithmetic: T * H must stay below 2^31 (the benchmark has 1.34e8 elements).
-
-Unmeasured here (compiled for sm_90a on a CPU machine); the lead measures it on the H200.
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): ROWS = 4, 2,
+1 ran 185.6, 183.7, 182.8 us, so ROWS = 1 (from 4); the cause was not profiled. In the one-run table
+(bench/h200/2026-12-02g/solutions-AB-r15.md): 183.5 us, 94.0% of the roofline ideal.
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx
 from tvm_tirx.script import tirx as T
 from tvm_tirx.target import Target
 
-ROWS = 4  # rows per thread (2 * ROWS independent 16-byte loads in flight per thread)
+ROWS = 1  # rows per thread (2 * ROWS independent 16-byte loads in flight per thread)
 MAX_BLOCK = 256  # threads per CTA (upper bound; narrow rows get fewer)
 VEC = 8  # bf16 per 16-byte vector
 # Load flavour for the inputs: read-only path (ld.global.nc). The .L1::no_allocate hint was dropped: 3-9% faster without it in 18 of 21 TIRx kernels on the H200 (bench/h200/2026-12-01h/tune-nc.txt).

@@ -7,11 +7,11 @@ Design
     flat array of N = T * H elements, viewed as a (1, N) tensor.  One compile per shape set with
     a static N: tile counts and the "do we need bounds checks" decision are compile-time
     constants.
-  * CTA = 256 threads; every thread owns one 128-bit vector (8 bf16) per step and VM = 4 steps
+  * CTA = 256 threads; every thread owns one 128-bit vector (8 bf16) per step and VM = STEPS step(s)
     spaced 256 vectors apart, so a CTA covers VM x 2048 consecutive elements and a warp reads
     512 contiguous bytes per instruction (coalesced).  All 2 x VM loads (x and g) are issued
-    before any math, so every thread has 2 x VM x 16 B = 128 B in flight.  The benchmark
-    N = 16384 x 4096 is a multiple of the 8192-element tile, so it runs without masking.
+    before any math, so every thread has 2 x VM x 16 B in flight.  The benchmark
+    N = 16384 x 4096 is a multiple of the (VM x 2048)-element tile, so it runs without masking.
   * Math in fp32, one rounding to bf16 on store: y = x * rcp(1 + exp2(-g * log2 e)), one
     ex2.approx (relative error ~2^-22) and one rcp.approx (~1 ulp): a few fp32 ulps of relative
     error, about 5 instructions per element (2 MUFU), well under the memory time.
@@ -24,7 +24,10 @@ Design
     (make_fake_stream(use_tvm_ffi_env_stream=True)).
 Static facts (ptxas from CUDA 13.0, sm_90a, benchmark shape, counted on a CPU machine): 38
 registers, no spills, about 9.8 SASS instructions per element in total.
-Unmeasured on the GPU when written; the structure is A01's (same copy atoms and host path).
+The structure is A01's (same copy atoms and host path).
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): STEPS = 4,
+2, 1 ran 93.2, 92.6, 91.9 us, so STEPS = 1 (from 4); the cause was not profiled. In the one-run
+table (bench/h200/2026-12-02g/solutions-AB-r15.md): 91.7 us, 94.0% of the roofline ideal.
 """
 import math
 
@@ -36,7 +39,7 @@ from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
 VEC = 8            # bf16 elements per 128-bit access
 THREADS = 256      # threads per CTA
-STEPS = 4          # VM: 128-bit vectors per thread and input (loads in flight per thread)
+STEPS = 1          # VM: 128-bit vectors per thread and input (loads in flight per thread)
 _NEG_LOG2E = -math.log2(math.e)
 
 

@@ -8,7 +8,7 @@ Design
   * CTA = 256 threads laid out (TM rows x TN columns); every thread owns one 128-bit vector
     (8 bf16) of columns and VM rows spaced TM apart, so a CTA covers a tile of
     (TM * VM) x (TN * 8) elements.  A warp reads 512 contiguous bytes per row (coalesced).
-    H = 14336 is 1792 vectors = 7 x 256, so the benchmark tile is 4 x 2048 with no masking.
+    H = 14336 is 1792 vectors = 7 x 256, so the benchmark tile is VM x 2048 with no masking.
   * Each thread loads its 8 bias values once and reuses them for its VM rows; all VM x-loads
     are issued before any math, so every thread has VM x 16 B in flight.
   * Math in fp32: v = x + b is exact, r = max(v, 0), y = r * r is the one fp32 rounding, then
@@ -21,7 +21,11 @@ Design
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
     tensors straight through (about 5 us of host overhead) and launches on torch's current
     stream (make_fake_stream(use_tvm_ffi_env_stream=True)).
-Unmeasured on the H200 so far; it has the structure of the A01 solution with a cheaper activation.
+It has the structure of the A01 solution with a cheaper activation.
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt):
+ROWS_PER_THREAD = 4, 2, 1 ran 222.4, 220.3, 218.8 us, so ROWS_PER_THREAD = 1 (from 4); the cause was
+not profiled. In the one-run table (bench/h200/2026-12-02g/solutions-AB-r15.md): 218.7 us, 92.0% of
+the roofline ideal.
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass
@@ -31,7 +35,7 @@ from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
 VEC = 8            # bf16 elements per 128-bit access
 THREADS = 256      # threads per CTA
-ROWS_PER_THREAD = 4  # VM: rows each thread handles (x vectors in flight per thread)
+ROWS_PER_THREAD = 1  # VM: rows each thread handles (x vectors in flight per thread)
 
 
 def _relu_squared(v):

@@ -22,6 +22,9 @@ one shape set:
   ~5.2e11 elements/s of the 8-byte-per-element memory stream, so the kernel stays memory-bound.
 * Ragged end: the last CTA predicates each vector on index < NV. Int32 index arithmetic:
   T * V must stay below 2^31 (the benchmark has 6.6e7 elements).
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): UNITS = 4,
+2, 1 ran 128.6, 127.3, 122.4 us, so UNITS = 1 (from 4); the cause was not profiled. In the one-run
+table (bench/h200/2026-12-02g/solutions-AB-r15.md): 122.5 us, 91.8% of the roofline ideal.
 """
 import math
 
@@ -30,7 +33,7 @@ import tvm_tirx
 from tvm_tirx.script import tirx as T
 from tvm_tirx.target import Target
 
-UNITS = 4  # float4 vectors per thread (independent 16-byte loads in flight per thread)
+UNITS = 1  # float4 vectors per thread (independent 16-byte loads in flight per thread)
 BLOCK = 256  # threads per CTA
 VEC = 4  # fp32 per 16-byte vector
 X_LOAD = "ld.global.nc.v4.f32"  # read-only path; without .L1::no_allocate: 3-9% faster on the H200 (bench/h200/2026-12-01h/tune-nc.txt)

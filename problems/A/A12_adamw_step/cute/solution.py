@@ -9,12 +9,12 @@ Design
     fp64 (bias corrections bc1 = 1 - beta1^t, bc2 = 1 - beta2^t, step size lr / bc1,
     1 / sqrt(bc2), lr * weight_decay) and baked into the kernel as fp32 immediates.
   * The flat tensors are viewed as (1, N).  CTA = 256 threads; every thread owns 4 consecutive
-    parameters per step and VM = 4 steps spaced 1024 parameters apart (a CTA covers VM x 1024
+    parameters per step and VM = STEPS steps spaced 1024 parameters apart (a CTA covers VM x 1024
     consecutive parameters).  Each step is one 128-bit load of each of p, m, v, one 64-bit
     load of g (4 bf16) and one 128-bit store of each of p, m, v; a warp touches 512 (256 for g)
     contiguous bytes per instruction, so every access is fully coalesced.  All 4 x VM loads are
     issued before any math (VM x 56 B in flight per thread).  The benchmark N = 2^26 is a
-    multiple of the 4096-parameter tile, so it runs without masking.
+    multiple of the (VM x 1024)-parameter tile, so it runs without masking.
   * Each element is updated from its own old values only, in fp32, written so that the change
     of each output is computed directly (rounded once when added to the old value, which keeps
     the change accurate to about one fp32 ulp of the new value):
@@ -34,7 +34,9 @@ Design
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
     tensors straight through (about 5 us of host overhead) and launches on torch's current
     stream (make_fake_stream(use_tvm_ffi_env_stream=True)).
-Unmeasured on the H200 so far.
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): STEPS = 4,
+2, 1 ran 423.7, 415.6, 412.1 us, so STEPS = 1 (from 4); the cause was not profiled. In the one-run
+table (bench/h200/2026-12-02g/solutions-AB-r15.md): 412.3 us, 90.6% of the roofline ideal.
 """
 import math
 
@@ -46,7 +48,7 @@ from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
 VEC = 4            # parameters per access: 128-bit fp32 (p, m, v), 64-bit bf16 (g)
 THREADS = 256      # threads per CTA
-STEPS = 4          # VM: vectors per thread (loads in flight per thread)
+STEPS = 1          # VM: vectors per thread (loads in flight per thread)
 
 
 def _adamw(p, m, v, g, hp: tuple):

@@ -32,6 +32,9 @@ once, g read once), compiled for the static N of one shape set:
 * Ragged end: groups past NV are predicated off; the N % 4 tail elements (N = 100003 has 3)
   are updated with scalar accesses by the single thread that owns group NV.
   Int32 index arithmetic: N must stay below 2^31 (the benchmark has 2^26).
+Loads in flight, measured on the H200 in one run (bench/h200/2026-12-02g/tune-r15.txt): UNITS = 2, 1
+ran 418.0, 412.2 us, so UNITS = 1 (from 2); the cause was not profiled. In the one-run table
+(bench/h200/2026-12-02g/solutions-AB-r15.md): 412.4 us, 90.6% of the roofline ideal.
 """
 import math
 
@@ -40,7 +43,7 @@ import tvm_tirx
 from tvm_tirx.script import tirx as T
 from tvm_tirx.target import Target
 
-UNITS = 2  # groups of 4 parameters per thread (independent loads in flight per thread)
+UNITS = 1  # groups of 4 parameters per thread (independent loads in flight per thread)
 BLOCK = 256  # threads per CTA
 VEC = 4  # parameters per group: one float4 of p, m, v; 8 bytes of g
 STATE_LOAD = "ld.global.v4.f32"  # p, m, v: read once, then overwritten
