@@ -31,7 +31,8 @@ Design
     tensors straight through on torch's current stream (about 5 us of host overhead).
 Speed notes: there is no software prefetch across iterations; latency hiding relies on several
 CTAs per SM (4096 rows = 31 CTAs per SM).  Limits: T * V < 2**31 (32-bit offsets); build()
-raises ValueError beyond that.  Unmeasured on the H200 so far.
+raises ValueError beyond that.  Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md,
+one run): 244.0 us, 92.2% of the roofline ideal.
 """
 import math
 

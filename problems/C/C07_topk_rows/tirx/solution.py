@@ -54,16 +54,17 @@ One read of x (the memory-bound minimum) plus a tiny output. The design follows 
   VPT = 1, one chunk). Int32 indexing: T * V must stay below 2^31.
 * Measured: the previous version of this file (one CTA of 128 threads per row, a sorted list of
   8 keys per thread with a per-element insertion network) was correct on the H200 at 153.1 us,
-  36.8% of the 56.3 us roofline ideal, 1.77x the CuTe expert (86.7 us, 65%). This version is
-  not measured on the H200 yet. Expected: memory-bound. An estimate from the source (not
-  counted in SASS): about 5 instructions per element on average (filter plus passing slots),
-  ~20 us of issue per SM against ~60 us of memory at the benchmark shape. Offline NVRTC for
-  sm_90a at the benchmark shape: 56 registers, no local memory, so 9 CTAs fit per SM and all
-  1024 CTAs of the benchmark are resident at once.
+  36.8% of the 56.3 us roofline ideal, 1.77x the CuTe expert (86.7 us, 65%). This version was
+  measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 67.4 us, 83.4% of
+  the roofline ideal. An estimate from the source (not counted in SASS): about 5 instructions per
+  element on average (filter plus passing slots), ~20 us of issue per SM against ~60 us of memory at
+  the benchmark shape. Offline NVRTC for sm_90a at the benchmark shape: 56 registers, no local
+  memory, so 9 CTAs fit per SM and all 1024 CTAs of the benchmark are resident at once.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`): 73.6
-us, 76.8% of the roofline ideal (56.6 us), 14.15x the fastest eager formulation, 14.15x
-torch.compile; the CuTe expert 86.3 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 73.6 us, 76.8%
+of the roofline ideal (56.6 us), 14.15x the fastest eager formulation, 14.15x torch.compile; the
+CuTe expert 86.3 us (this one is faster).
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx

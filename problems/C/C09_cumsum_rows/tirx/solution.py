@@ -27,8 +27,9 @@ One read of x and one write of y per element (the memory-bound minimum):
   no valid prefix), and are neither loaded nor stored.
 * Instruction budget: about 20 instructions per float4 (3 local adds, 6 shuffles + 5 adds,
   4 adds of the offset) against about 250 per float4 at 4.17 TB/s; two barriers per row.
-* Unmeasured. Speed knob: VPT_TARGET (more vectors per thread: fewer, longer CTAs).
-  Int32 indexing: M * N must stay below 2^31.
+* Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 129.3 us, 89.0% of
+  the roofline ideal. Speed knob: VPT_TARGET (more vectors per thread: fewer, longer CTAs). Int32
+  indexing: M * N must stay below 2^31.
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx

@@ -22,7 +22,8 @@ One read of x (the memory-bound minimum) and one fp32 store per row:
   loaded and count as 0 (amax is never negative, so 0 never wins over a real magnitude and an
   all-zero row gives 0); rows past T in the last CTA (T % 4 != 0) are skipped by the whole
   warp, so every shuffle runs with full warps.
-* Unmeasured. Speed knobs: G (bytes in flight per lane vs registers) and WARPS_PER_CTA.
+* Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 64.0 us, 90.0% of
+  the roofline ideal. Speed knobs: G (bytes in flight per lane vs registers) and WARPS_PER_CTA.
   Int32 indexing: T * H must stay below 2^31.
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)

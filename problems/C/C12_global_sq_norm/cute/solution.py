@@ -36,7 +36,8 @@ current stream from one compiled host function (one TVM-FFI call):
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes torch
     tensors straight through (about 5 us of host overhead).
 Limits: N < 2**31 (32-bit offsets); build() raises ValueError beyond that.
-Unmeasured on the H200 so far.
+Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 124.6 us, 92.3% of the
+roofline ideal.
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass

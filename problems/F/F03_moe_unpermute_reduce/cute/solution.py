@@ -26,11 +26,13 @@ Design
     index 0 / weight 0 and touch no y or out memory.
   * Host path: --enable-tvm-ffi against fake tensors; run(y, inv, w, out) passes torch
     tensors straight through on torch's current stream.
-Unmeasured on the H200 so far.
+Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 72.1 us, 89.8% of the
+roofline ideal.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`): 78.6
-us, 82.9% of the roofline ideal (65.2 us), 14.20x the fastest eager formulation, 4.10x
-torch.compile; the TIRx expert 86.2 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 78.6 us, 82.9%
+of the roofline ideal (65.2 us), 14.20x the fastest eager formulation, 4.10x torch.compile; the TIRx
+expert 86.2 us (this one is faster).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass

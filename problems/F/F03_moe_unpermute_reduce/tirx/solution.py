@@ -25,13 +25,15 @@ of one shape set:
   last vector (cv >= H / 8, e.g. H = 1000: 125 vectors in a CTA of 128 threads) do nothing.
   Every token has exactly one CTA row, so T needs no predicate.
 * Int32 index arithmetic: T * K * H must stay below 2^31 (benchmark: 1.3e8).
-* Unmeasured on the H200. What may cost speed: the index/weight loads sit in front of the
-  gathered loads (two dependent memory latencies per thread); many resident CTAs (8 per SM)
-  hide it. At small K (2) only 32 bytes per thread are in flight.
+* Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 72.7 us, 89.0% of
+  the roofline ideal. What may cost speed: the index/weight loads sit in front of the gathered loads
+  (two dependent memory latencies per thread); many resident CTAs (8 per SM) hide it. At small K (2)
+  only 32 bytes per thread are in flight.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`): 86.2
-us, 75.6% of the roofline ideal (65.2 us), 12.95x the fastest eager formulation, 3.74x
-torch.compile; the CuTe expert 78.6 us (this one is 1.10x slower).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 86.2 us, 75.6%
+of the roofline ideal (65.2 us), 12.95x the fastest eager formulation, 3.74x torch.compile; the CuTe
+expert 78.6 us (this one is 1.10x slower).
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx

@@ -42,9 +42,9 @@ Ragged edges of the output (the choice the brief asked to document):
   was chosen.)
 Compute lost to raggedness: each expert's partial m-tile is computed as a full 128-row tile:
 about E/2 wasted m-tiles out of ~M/BM + E/2 (about 5% at the benchmark shape, an estimate),
-the price of grouping without padding the data. Tail effect: ~4000 tiles over 132 SMs, ~30
-waves. Nothing here is measured yet: the speed and even the correctness on the H200 are
-unverified until the lead runs it.
+the price of grouping without padding the data. Tail effect: ~4000 tiles over 132 SMs, ~30 waves.
+Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): correct, 1452.1 us,
+82.9% of the roofline ideal.
 
 Host path: compiled once per shape set against fake tensors with --enable-tvm-ffi, so run() is
 the compiled function called with the torch tensors (a, w, counts, out) on torch's current
@@ -52,9 +52,10 @@ stream; nothing on the host reads counts and nothing is allocated per call.
 Requirements (the problem guarantees them): K % 8 == 0 and N % 8 == 0 (16-byte rows for TMA),
 contiguous row-major tensors, 16-byte aligned data pointers, counts summing to M.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-1427.7 us, 84.4% of the roofline ideal (1205.2 us), 0.99x the fastest eager formulation, 1.02x
-torch.compile; the TIRx expert 1447.0 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 1427.7 us,
+84.4% of the roofline ideal (1205.2 us), 0.99x the fastest eager formulation, 1.02x torch.compile;
+the TIRx expert 1447.0 us (this one is faster).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass

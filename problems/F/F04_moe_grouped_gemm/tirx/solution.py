@@ -31,16 +31,17 @@ its tile scheduler replaced by a grouped one:
   never writes into the next expert's rows.
 * Cost of raggedness: every non-empty expert's last m-tile is partly wasted (on average half a
   tile, about 8 * 64 of 8192 rows = 6% extra MMA work at the benchmark shape), plus the tail of
-  the persistent schedule (under one tile per CTA). Measured speed: none yet (unmeasured until
-  the lead runs it on the H200).
+  the persistent schedule (under one tile per CTA). Measured on the H200
+  (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 1418.6 us, 84.9% of the roofline ideal.
 
 M, N, K and the weight rows are symbolic (one module per E serves every shape set with that E).
 K % 8 == 0 is required (16-byte TMA row pitch; guaranteed by the problem), N % 8 == 0 keeps the
 packed bf16x2 stores aligned (a scalar path covers odd N anyway).
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-1447.0 us, 83.3% of the roofline ideal (1205.2 us), 0.97x the fastest eager formulation, 1.01x
-torch.compile; the CuTe expert 1427.7 us (this one is 1.01x slower).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 1447.0 us,
+83.3% of the roofline ideal (1205.2 us), 0.97x the fastest eager formulation, 1.01x torch.compile;
+the CuTe expert 1427.7 us (this one is 1.01x slower).
 """
 import torch
 import tvm_tirx

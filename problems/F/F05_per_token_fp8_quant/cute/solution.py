@@ -33,11 +33,13 @@ Design
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
     tensors straight through on torch's current stream (about 5 us of host overhead).
 Limits: H <= 8 * 4 * 1024 (32768) and T * H < 2**31 (32-bit offsets); build() raises
-ValueError beyond that.  Unmeasured on the H200 so far.
+ValueError beyond that.  Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one
+run): 92.3 us, 93.5% of the roofline ideal.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`): 98.3
-us, 88.4% of the roofline ideal (86.8 us), 14.61x the fastest eager formulation, 1.79x
-torch.compile; the TIRx expert 118.4 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 98.3 us, 88.4%
+of the roofline ideal (86.8 us), 14.61x the fastest eager formulation, 1.79x torch.compile; the TIRx
+expert 118.4 us (this one is faster).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass

@@ -32,11 +32,13 @@ Design
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
     tensors straight through on torch's current stream (about 5 us of host overhead).
 Limits: M * N < 2**31 (32-bit offsets); build() raises ValueError beyond that.
-Unmeasured on the H200 so far.
+Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 161.1 us, 93.7% of the
+roofline ideal.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-167.7 us, 90.6% of the roofline ideal (151.9 us), 18.62x the fastest eager formulation, 1.56x
-torch.compile; the TIRx expert 178.7 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 167.7 us, 90.6%
+of the roofline ideal (151.9 us), 18.62x the fastest eager formulation, 1.56x torch.compile; the
+TIRx expert 178.7 us (this one is faster).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass

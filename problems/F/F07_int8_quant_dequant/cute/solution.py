@@ -43,11 +43,13 @@ Design
   * Host path: compiled with --enable-tvm-ffi against fake tensors, so run() passes the torch
     tensors straight through on torch's current stream (about 5 us of host overhead).
 Limits: H <= 8 * 4 * 1024 (32768) and T * H < 2**31 (32-bit offsets); build() raises
-ValueError beyond that.  Unmeasured on the H200 so far.
+ValueError beyond that.  Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one
+run): 165.6 us, 86.8% of the roofline ideal.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-174.2 us, 83.1% of the roofline ideal (144.7 us), 14.15x the fastest eager formulation, 1.12x
-torch.compile; the TIRx expert 172.7 us (this one is 1.01x slower).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 174.2 us, 83.1%
+of the roofline ideal (144.7 us), 14.15x the fastest eager formulation, 1.12x torch.compile; the
+TIRx expert 172.7 us (this one is 1.01x slower).
 """
 import cuda.bindings.driver as cuda  # noqa: F401  (CUstream type used by the DSL launch path)
 import cutlass

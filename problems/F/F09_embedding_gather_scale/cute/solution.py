@@ -20,11 +20,13 @@ Design
     ids are trusted to lie in [0, V) (the statement guarantees it); no clamp is applied.
   * Host path: --enable-tvm-ffi against fake tensors; run(ids, table, out) passes the torch
     tensors straight through and launches on torch's current stream.
-Unmeasured on the H200 so far.
+Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 131.6 us, 87.5% of the
+roofline ideal.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-136.3 us, 85.0% of the roofline ideal (115.8 us), 2.02x the fastest eager formulation, 0.99x
-torch.compile; the TIRx expert 152.3 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 136.3 us, 85.0%
+of the roofline ideal (115.8 us), 2.02x the fastest eager formulation, 0.99x torch.compile; the TIRx
+expert 152.3 us (this one is faster).
 """
 import math
 import struct

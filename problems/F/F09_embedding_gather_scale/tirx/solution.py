@@ -20,13 +20,15 @@ for the static shape of one shape set:
   last vector (D = 1000: 125 vectors in a CTA of 128 threads) do nothing; the last token group
   predicates each row on t < T (T = 999: the last group has 3 tokens).
 * Int32 index arithmetic: V * D and T * D must stay below 2^31 (benchmark: 5.3e8).
-* Unmeasured on the H200. The sm_90a cubin (inspected on the CPU) uses 31 registers (full
-  occupancy: 8 CTAs of 256 threads per SM) and issues the 4 id loads, then the 4 gathered
-  16-byte loads, before any math: 64 B per thread, 128 KB per SM in flight.
+* Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 130.8 us, 87.9% of
+  the roofline ideal. The sm_90a cubin (inspected on the CPU) uses 31 registers (full occupancy: 8
+  CTAs of 256 threads per SM) and issues the 4 id loads, then the 4 gathered 16-byte loads, before
+  any math: 64 B per thread, 128 KB per SM in flight.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`):
-152.3 us, 76.0% of the roofline ideal (115.8 us), 1.81x the fastest eager formulation, 0.88x
-torch.compile; the CuTe expert 136.3 us (this one is 1.12x slower).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 152.3 us, 76.0%
+of the roofline ideal (115.8 us), 1.81x the fastest eager formulation, 0.88x torch.compile; the CuTe
+expert 136.3 us (this one is 1.12x slower).
 """
 import math
 import struct

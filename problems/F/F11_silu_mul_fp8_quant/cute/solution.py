@@ -40,11 +40,13 @@ Design
     CTA count per SM is set by registers (2 CTAs if <= 72 per thread), and 4096 rows make
     ~15.5 waves of 264 CTAs, so the last half-wave costs a few percent.
 Limits: H <= 8 * 4 * 1024 (32768) and T * 2H < 2**31 (32-bit offsets); build() raises
-ValueError beyond that.  Unmeasured on the H200 so far.
+ValueError beyond that.  Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one
+run): 69.5 us, 90.6% of the roofline ideal.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`): 75.6
-us, 83.8% of the roofline ideal (63.3 us), 12.95x the fastest eager formulation, 2.14x
-torch.compile; the TIRx expert 77.1 us (this one is faster).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 75.6 us, 83.8%
+of the roofline ideal (63.3 us), 12.95x the fastest eager formulation, 2.14x torch.compile; the TIRx
+expert 77.1 us (this one is faster).
 """
 import math
 

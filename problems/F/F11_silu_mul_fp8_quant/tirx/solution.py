@@ -26,11 +26,13 @@ One read of x, one write of q, y never leaves the registers (the memory-bound mi
 * Issue budget: ~14 instructions per element including 2 MUFU (ex2, rcp): at the benchmark
   shape (58.7M elements) ~25 us of issue and ~28 us of MUFU throughput (16/clk/SM) against
   ~70 us of memory time: memory-bound, but with less slack than a plain quantization.
-* Unmeasured on the H200 so far. Int32 indexing: T * 2H must stay below 2^31.
+* Measured on the H200 (bench/h200/2026-12-02f/solutions-ABCF-r13.md, one run): 70.0 us, 89.9% of
+  the roofline ideal. Int32 indexing: T * 2H must stay below 2^31.
 
-Measured on the H200 (bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`): 77.1
-us, 82.1% of the roofline ideal (63.3 us), 12.69x the fastest eager formulation, 2.10x
-torch.compile; the CuTe expert 75.6 us (this one is 1.02x slower).
+An earlier run, before later tuning rounds and the L2 flush fix of 2026-12-02f
+(bench/h200/2026-12-01i/solutions-CF.md, `mkb solutions C F --mode full`), measured: 77.1 us, 82.1%
+of the roofline ideal (63.3 us), 12.69x the fastest eager formulation, 2.10x torch.compile; the CuTe
+expert 75.6 us (this one is 1.02x slower).
 """
 import torch  # noqa: F401  (import before tvm_tirx: it loads the CUDA runtime)
 import tvm_tirx
