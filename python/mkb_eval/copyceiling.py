@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -114,10 +113,6 @@ def row(pid: str, nbytes: int, split: tuple[int, int], bw: float, t: Mapping[str
 TARGET_OVER_COMPILE = 1.1
 
 
-def _geomean(xs: list[float]) -> float:
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
-
-
 def family_bounds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per family letter, over its problems with a torch.compile time: the geomean speed-up over
     torch.compile of each DSL's experts, and `bound`, the geomean of torch.compile's time over the
@@ -133,10 +128,10 @@ def family_bounds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for fam, rs in fams.items():
         best = [min(r[k] for k in ("copy_us", "compile_us", "cute_us", "tirx_us") if k in r) for r in rs]
         b: dict[str, Any] = {"family": fam, "problems": len(rs),
-                             "bound": _geomean([r["compile_us"] / t for r, t in zip(rs, best, strict=True)])}
+                             "bound": statistics.geometric_mean([r["compile_us"] / t for r, t in zip(rs, best, strict=True)])}
         for dsl in ("cute", "tirx"):
             if all(f"{dsl}_us" in r for r in rs):
-                b[dsl] = _geomean([r["compile_us"] / r[f"{dsl}_us"] for r in rs])
+                b[dsl] = statistics.geometric_mean([r["compile_us"] / r[f"{dsl}_us"] for r in rs])
         b["needed_over_best"] = TARGET_OVER_COMPILE / b["bound"]
         out.append(b)
     return out
